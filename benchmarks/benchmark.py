@@ -1,0 +1,348 @@
+"""Benchmark one training script of this library over several seeds.
+
+Runs `python <script> --seed S --exp-name NAME [script args]` once per seed, one after the other, then reads
+each run's TensorBoard scalars and reports per seed: the env steps and wall-clock seconds until the rolling
+mean episodic return first reached a threshold, the final return, and the steps per second. Prints a markdown
+table, a summary line and the command that reproduces it, and writes the rows to a CSV.
+
+Contract with the training scripts (every script of the library follows it, so nothing here is env-specific):
+- run as `python <script> --seed S --exp-name NAME ...` from a working directory, it writes TensorBoard event
+  files to `runs/{env_id}__{exp_name}__{seed}__{int(time.time())}/` under that directory;
+- it logs `charts/episodic_return` once per finished episode and `charts/SPS` once per update, each with
+  `global_step` (env steps so far) as the step.
+
+Timing: seconds are counted from just before the process is launched, so Python start-up, imports and env
+construction count: that is what a user waits for. With --from-logs there is no launch time, so seconds count
+from the first event of the run's event files (when the script opened its SummaryWriter) and the run ends at
+its last logged scalar; the table and the CSV's `timed_from` column say which clock was used.
+
+Usage:
+    python benchmarks/benchmark.py --script ppo_cartpole.py --seeds 1 2 3 4 5 --threshold 475 \
+        -- --total-timesteps 100000
+    python benchmarks/benchmark.py --script ppo_cartpole.py --threshold 475 --from-logs 'runs/*__bench__*'
+"""
+
+import csv
+import glob
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import tyro
+from tensorboard.backend.event_processing.event_accumulator import SCALARS, EventAccumulator, ScalarEvent
+from tyro.conf import Positional
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SPS_TAG = "charts/SPS"
+
+
+@dataclass
+class Args:
+    script: str
+    """the training script to benchmark, e.g. ppo_cartpole.py (with --from-logs it only names the CSV and its rows)"""
+    seeds: tuple[int, ...] = (1, 2, 3)
+    """seeds to run, one process per seed, one after the other (ignored with --from-logs: read from folder names)"""
+    threshold: float | None = None
+    """rolling mean episodic return that counts as solved, e.g. 475 for CartPole-v1; None: report only return and SPS"""
+    window: int = 20
+    """number of most recent episodes averaged into the rolling mean and into the final return (usually 10-100)"""
+    tag: str = "charts/episodic_return"
+    """TensorBoard scalar with one value per finished episode"""
+    exp_name: str = "bench"
+    """passed to the script as --exp-name; the runs land in runs/*__{exp_name}__{seed}__*"""
+    workdir: Path = REPO_ROOT
+    """directory the script runs in; its runs/ folder receives the TensorBoard logs and each seed's console output"""
+    csv: Path | None = None
+    """where to write the rows; None means benchmarks/results/<script stem>.csv"""
+    from_logs: tuple[str, ...] = ()
+    """skip running: analyse the existing run folders matching these glob patterns (relative to --workdir)"""
+    script_args: Positional[tuple[str, ...]] = ()
+    """arguments passed on to the script, after a `--`, e.g. `-- --total-timesteps 100000`"""
+
+
+@dataclass
+class Measures:
+    """What one run achieved; times in seconds from `start_time` (see summarize)."""
+
+    steps_to_threshold: int | None
+    seconds_to_threshold: float | None
+    final_return: float | None
+    episodes: int
+    total_steps: int
+    wall_seconds: float
+    sps: float
+    logged_sps: float | None
+
+
+class RunFailed(Exception):
+    """A seed whose script failed or left nothing to analyse; the message says why in one line."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Analysis: pure functions of the logged scalars
+# ---------------------------------------------------------------------------------------------------------------
+def rolling_first_crossing(
+    steps: list[int], wall_times: list[float], returns: list[float], window: int, threshold: float
+) -> tuple[int, float] | None:
+    """(global_step, wall_time) of the first episode at which the mean of the last `window` returns is
+    >= threshold, or None if that never happens (including when there are fewer than `window` episodes).
+    The three lists are parallel: one entry per finished episode, in logging order."""
+    for i in range(window - 1, len(returns)):
+        # mean over episodes i-window+1 .. i, i.e. the `window` most recent ones when episode i finished
+        if sum(returns[i - window + 1 : i + 1]) / window >= threshold:
+            return steps[i], wall_times[i]
+    return None
+
+
+def read_scalars(run_dir: Path) -> tuple[dict[str, list[ScalarEvent]], float | None]:
+    """All scalars in the run folder's event files, by tag, and the wall time of the first event (None if the
+    folder holds no events). Each ScalarEvent has `.wall_time`, `.step` (global_step) and `.value`."""
+    # size_guidance 0 keeps every scalar; by default the accumulator keeps a random sample of 10,000 per tag
+    accumulator = EventAccumulator(str(run_dir), size_guidance={SCALARS: 0})
+    accumulator.Reload()
+    scalars = {tag: accumulator.Scalars(tag) for tag in accumulator.Tags()["scalars"]}
+    try:
+        first_event_time = accumulator.FirstEventTimestamp()
+    except ValueError:  # raised when no event file was found
+        first_event_time = None
+    return scalars, first_event_time
+
+
+def summarize(
+    scalars: dict[str, list[ScalarEvent]],
+    tag: str,
+    window: int,
+    threshold: float | None,
+    start_time: float,
+    end_time: float,
+) -> Measures:
+    """Measures of one run from its scalars; `start_time` and `end_time` are the wall times the run's clock
+    starts and stops at (process launch and exit, or first and last event when reading old logs)."""
+    episodes = scalars.get(tag, [])
+    returns = [event.value for event in episodes]
+    crossing = None
+    if threshold is not None:
+        crossing = rolling_first_crossing(
+            [event.step for event in episodes], [event.wall_time for event in episodes], returns, window, threshold
+        )
+    last_returns = returns[-window:]  # all of them when fewer than `window` episodes finished
+    total_steps = max(event.step for events in scalars.values() for event in events)
+    wall_seconds = end_time - start_time
+    logged_sps = [event.value for event in scalars.get(SPS_TAG, [])]
+    return Measures(
+        steps_to_threshold=crossing[0] if crossing else None,
+        seconds_to_threshold=crossing[1] - start_time if crossing else None,
+        final_return=statistics.fmean(last_returns) if last_returns else None,
+        episodes=len(returns),
+        total_steps=total_steps,
+        wall_seconds=wall_seconds,
+        # overall throughput, start-up included; charts/SPS is the training loop's own figure
+        sps=total_steps / wall_seconds if wall_seconds > 0 else 0.0,
+        logged_sps=statistics.fmean(logged_sps) if logged_sps else None,
+    )
+
+
+def parse_run_name(run_dir: Path) -> tuple[str, int]:
+    """env_id and seed from a run folder named {env_id}__{exp_name}__{seed}__{time}."""
+    run_dir = run_dir.resolve()
+    run_name = run_dir.name
+    # an env_id with a slash (ALE/Pong-v5) nests the folder one level deeper: runs/ALE/Pong-v5__bench__1__...
+    if run_dir.parent.name != "runs" and run_dir.parent.parent.name == "runs":
+        run_name = f"{run_dir.parent.name}/{run_name}"
+    fields = run_name.rsplit("__", 3)
+    if len(fields) != 4 or not fields[2].isdigit():
+        raise RunFailed(f"{run_dir} is not named {{env_id}}__{{exp_name}}__{{seed}}__{{time}}")
+    return fields[0], int(fields[2])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Running the script and finding its logs
+# ---------------------------------------------------------------------------------------------------------------
+def find_run_dirs(runs: Path, exp_name: str, seed: int) -> set[Path]:
+    """Run folders of this exp_name and seed under runs/ (`**` also finds the nested ALE/... ones)."""
+    matches = glob.glob(str(runs / "**" / f"*__{exp_name}__{seed}__*"), recursive=True)
+    return {Path(p) for p in matches if Path(p).is_dir()}
+
+
+def run_seed(args: Args, script: Path, seed: int, log_path: Path) -> tuple[Path, float, float]:
+    """Run the script for one seed, its console output going to `log_path`; return its new run folder and the
+    launch and exit wall times."""
+    runs = args.workdir / "runs"
+    existing = find_run_dirs(runs, args.exp_name, seed)  # earlier runs with the same name are not this one
+    command = [sys.executable, str(script), "--seed", str(seed), "--exp-name", args.exp_name, *args.script_args]
+    # the script's console output (tqdm bar included) goes to a log file, keeping this console one line per seed
+    with open(log_path, "w") as log:
+        launch = time.time()
+        returncode = subprocess.run(command, cwd=args.workdir, stdout=log, stderr=subprocess.STDOUT).returncode
+        exit_time = time.time()
+    if returncode != 0:
+        # tqdm redraws its bar with carriage returns; the last line is usually the exception
+        lines = [line for line in log_path.read_text().replace("\r", "\n").splitlines() if line.strip()]
+        last_line = f" ({lines[-1].strip()})" if lines else ""
+        raise RunFailed(f"exited with status {returncode}{last_line}; full output in {log_path}")
+    new = find_run_dirs(runs, args.exp_name, seed) - existing
+    if not new:
+        raise RunFailed(f"exited 0 but wrote no runs/*__{args.exp_name}__{seed}__* folder in {args.workdir}")
+    # the folder name ends in int(time.time()); if several appeared, the newest is this run's
+    return max(new, key=lambda p: int(p.name.rsplit("__", 1)[1])), launch, exit_time
+
+
+def analyse(args: Args, run_dir: Path, start_time: float | None, end_time: float | None) -> dict:
+    """One CSV row for a run folder. Without start/end times (--from-logs) the run's first and last events
+    stand in for launch and exit."""
+    env_id, seed = parse_run_name(run_dir)
+    scalars, first_event_time = read_scalars(run_dir)
+    if not scalars:
+        raise RunFailed(f"no TensorBoard scalars in {run_dir}")
+    timed_from = "launch"
+    if start_time is None:
+        timed_from = "first event"
+        start_time = first_event_time
+        end_time = max(event.wall_time for events in scalars.values() for event in events)
+    measures = summarize(scalars, args.tag, args.window, args.threshold, start_time, end_time)
+    return {
+        "script": Path(args.script).name,
+        "env_id": env_id,
+        "seed": seed,
+        "threshold": args.threshold,
+        "window": args.window,
+        **asdict(measures),
+        "timed_from": timed_from,
+        "run_dir": str(run_dir),
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reporting
+# ---------------------------------------------------------------------------------------------------------------
+def fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def markdown_table(rows: list[dict], threshold: float | None) -> str:
+    header = ["seed"]
+    if threshold is not None:
+        header += ["reached", "steps to threshold", "seconds to threshold"]
+    header += ["final return", "total steps", "wall s", "SPS", "logged SPS"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in rows:
+        cells = [str(row["seed"])]
+        if threshold is not None:
+            reached = row["steps_to_threshold"] is not None
+            cells += [
+                "yes" if reached else "no",
+                fmt(row["steps_to_threshold"], "d"),
+                fmt(row["seconds_to_threshold"], ".1f"),
+            ]
+        cells += [
+            fmt(row["final_return"], ".1f"),
+            str(row["total_steps"]),
+            f"{row['wall_seconds']:.1f}",
+            f"{row['sps']:.0f}",
+            fmt(row["logged_sps"], ".0f"),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def summary_lines(rows: list[dict], n_runs: int, threshold: float | None, window: int) -> list[str]:
+    """The summary sentence(s) under the table; `n_runs` counts failed runs too (they did not reach it)."""
+    lines = []
+    if threshold is not None:
+        reached = [row for row in rows if row["steps_to_threshold"] is not None]
+        steps = statistics.median(row["steps_to_threshold"] for row in reached) if reached else None
+        seconds = statistics.median(row["seconds_to_threshold"] for row in reached) if reached else None
+        lines.append(
+            f"{len(reached)}/{n_runs} seeds reached >= {threshold:g} within their budget; "
+            f"median steps {fmt(steps, '.0f')}, median seconds {fmt(seconds, '.1f')}"
+        )
+    finals = [row["final_return"] for row in rows if row["final_return"] is not None]
+    final = statistics.median(finals) if finals else None
+    sps = statistics.median(row["sps"] for row in rows) if rows else None
+    lines.append(
+        f"{len(rows)} runs analysed; median final return (mean of last {window} episodes) {fmt(final, '.1f')}, "
+        f"median SPS {fmt(sps, '.0f')}"
+    )
+    return lines
+
+
+def write_csv(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        for row in rows:
+            # 3 decimals are plenty for seconds, returns and SPS; None becomes an empty cell
+            writer.writerow({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()})
+
+
+def main(args: Args) -> int:
+    if args.window < 1:
+        print("--window must be at least 1", file=sys.stderr)
+        return 2
+    rows, failures = [], []
+    if args.from_logs:
+        run_dirs = sorted({Path(p) for pattern in args.from_logs for p in glob.glob(str(args.workdir / pattern))})
+        run_dirs = [p for p in run_dirs if p.is_dir()]
+        if not run_dirs:
+            print(f"no run folders match {' '.join(args.from_logs)} under {args.workdir}", file=sys.stderr)
+            return 1
+        for run_dir in run_dirs:
+            try:
+                rows.append(analyse(args, run_dir, start_time=None, end_time=None))
+            except RunFailed as error:
+                failures.append(f"{run_dir}: {error}")
+        rows.sort(key=lambda row: (row["env_id"], row["seed"], row["run_dir"]))
+    else:
+        # absolute, because the script runs in --workdir while the path was given relative to the caller's cwd
+        script = Path(args.script).resolve()
+        for i, seed in enumerate(args.seeds, start=1):
+            prefix = f"[{i}/{len(args.seeds)}] seed {seed}:"
+            log_path = args.workdir / "runs" / f"{script.stem}__{args.exp_name}__{seed}.log"
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            print(f"{prefix} running {script.name}, output in {log_path}", flush=True)
+            try:
+                run_dir, launch, exit_time = run_seed(args, script, seed, log_path)
+                row = analyse(args, run_dir, launch, exit_time)
+            except RunFailed as error:
+                print(f"{prefix} FAILED: {error}", flush=True)
+                failures.append(f"seed {seed}: {error}")
+                continue
+            rows.append(row)
+            reached = ""
+            if args.threshold is not None and row["steps_to_threshold"] is None:
+                reached = f", did not reach {args.threshold:g}"
+            elif args.threshold is not None:
+                reached = f", reached {args.threshold:g} at step {row['steps_to_threshold']}"
+            print(
+                f"{prefix} done in {row['wall_seconds']:.1f} s, {row['total_steps']} steps, "
+                f"final return {fmt(row['final_return'], '.1f')}{reached}",
+                flush=True,
+            )
+
+    print()
+    print(markdown_table(rows, args.threshold))
+    print()
+    for line in summary_lines(rows, len(rows) + len(failures), args.threshold, args.window):
+        print(line)
+    if args.from_logs:
+        print("Seconds count from each run's first logged event, not from process launch (start-up not included).")
+    print("Command: " + shlex.join(["python", *sys.argv]))
+    if rows:
+        csv_path = args.csv or REPO_ROOT / "benchmarks" / "results" / f"{Path(args.script).stem}.csv"
+        write_csv(csv_path, rows)
+        print(f"Rows written to {csv_path}")
+    if failures:
+        print(f"{len(failures)} run(s) failed:", file=sys.stderr)
+        for failure in failures:
+            print(f"  {failure}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(tyro.cli(Args)))

@@ -1,0 +1,234 @@
+"""Tests for benchmarks/benchmark.py: the rolling-mean analysis, reading real TensorBoard logs, and end-to-end
+runs of tiny fake training scripts (no RL training: each fake run takes well under a second)."""
+
+import csv
+import importlib.util
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import ScalarEvent
+
+BENCHMARK = Path(__file__).resolve().parent.parent / "benchmarks" / "benchmark.py"
+# benchmarks/ is a folder of commands, not a package: load the module from its path
+_spec = importlib.util.spec_from_file_location("benchmark", BENCHMARK)
+benchmark = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(benchmark)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# rolling_first_crossing
+# ---------------------------------------------------------------------------------------------------------------
+def crossing(returns, window, threshold):
+    """rolling_first_crossing with episode i finishing at step 100 * (i + 1) and wall time 10 * (i + 1)."""
+    steps = [100 * (i + 1) for i in range(len(returns))]
+    wall_times = [10.0 * (i + 1) for i in range(len(returns))]
+    return benchmark.rolling_first_crossing(steps, wall_times, returns, window, threshold)
+
+
+def test_crossing_exactly_at_window_boundary():
+    # the first full window (episodes 0-2) has mean exactly 20: >= counts
+    assert crossing([10.0, 20.0, 30.0], window=3, threshold=20.0) == (300, 30.0)
+    assert crossing([10.0, 20.0, 30.0], window=3, threshold=20.5) is None
+
+
+def test_never_crossing():
+    # rolling means of 2: 1.5, 2.5, 3.5
+    assert crossing([1.0, 2.0, 3.0, 4.0], window=2, threshold=4.0) is None
+
+
+def test_fewer_episodes_than_window():
+    # every return is above the threshold, but no full window exists
+    assert crossing([100.0, 100.0], window=3, threshold=0.0) is None
+    assert crossing([], window=1, threshold=0.0) is None
+
+
+def test_single_good_episode_is_not_enough():
+    # rolling means of 2: 10, 10, 6, 16 -> first >= 15 at episode 4, not at the 20 of episode 1
+    assert crossing([0.0, 20.0, 0.0, 12.0, 20.0], window=2, threshold=15.0) == (500, 50.0)
+
+
+def test_first_crossing_counts_even_if_it_drops_back():
+    # rolling means of 2: 5, 10, 5, 0, 5, 10 -> crosses at episode 2, drops, crosses again at episode 6
+    assert crossing([0.0, 10.0, 10.0, 0.0, 0.0, 10.0, 10.0], window=2, threshold=10.0) == (300, 30.0)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# summarize and parse_run_name
+# ---------------------------------------------------------------------------------------------------------------
+def test_summarize_without_threshold_and_short_run():
+    scalars = {
+        "charts/episodic_return": [ScalarEvent(1003.0, 40, 2.0), ScalarEvent(1005.0, 80, 4.0)],
+        "charts/SPS": [ScalarEvent(1004.0, 64, 30.0), ScalarEvent(1008.0, 128, 50.0)],
+    }
+    measures = benchmark.summarize(scalars, "charts/episodic_return", 20, None, start_time=1000.0, end_time=1016.0)
+    assert measures.steps_to_threshold is None and measures.seconds_to_threshold is None
+    assert measures.final_return == 3.0  # fewer than 20 episodes: the mean of all of them
+    assert measures.episodes == 2
+    assert measures.total_steps == 128  # the last step of any tag, not only of the returns
+    assert measures.wall_seconds == 16.0
+    assert measures.sps == 8.0
+    assert measures.logged_sps == 40.0
+
+
+def test_summarize_without_episodes():
+    scalars = {"charts/SPS": [ScalarEvent(1004.0, 64, 30.0)]}
+    measures = benchmark.summarize(scalars, "charts/episodic_return", 20, 1.0, start_time=1000.0, end_time=1002.0)
+    assert measures.episodes == 0 and measures.final_return is None and measures.steps_to_threshold is None
+    assert measures.sps == 32.0
+
+
+def test_parse_run_name(tmp_path):
+    assert benchmark.parse_run_name(tmp_path / "runs" / "CartPole-v1__bench__3__1700000000") == ("CartPole-v1", 3)
+    # env ids with a slash put the run one folder deeper
+    assert benchmark.parse_run_name(tmp_path / "runs" / "ALE" / "Pong-v5__bench__12__1700000000") == ("ALE/Pong-v5", 12)
+    with pytest.raises(benchmark.RunFailed, match="is not named"):
+        benchmark.parse_run_name(tmp_path / "runs" / "my_experiment")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reading real TensorBoard logs (written by the same SummaryWriter the scripts use)
+# ---------------------------------------------------------------------------------------------------------------
+def test_reads_summary_writer_logs(tmp_path, capsys):
+    from torch.utils.tensorboard import SummaryWriter  # imported here: torch takes seconds to import
+
+    run_dir = tmp_path / "runs" / "Env-v0__bench__1__123"
+    start = time.time()
+    writer = SummaryWriter(str(run_dir))
+    # 6 episodes with returns 1..6, one every 50 steps and 10 seconds; SPS logged twice
+    for episode in range(1, 7):
+        writer.add_scalar("charts/episodic_return", float(episode), 50 * episode, walltime=start + 10 * episode)
+        writer.add_scalar("charts/episodic_length", 10.0, 50 * episode, walltime=start + 10 * episode)
+    writer.add_scalar("charts/SPS", 100.0, 150, walltime=start + 30)
+    writer.add_scalar("charts/SPS", 300.0, 320, walltime=start + 70)
+    writer.close()
+
+    args = benchmark.Args(script="ppo_env.py", threshold=4.0, window=3, workdir=tmp_path, csv=tmp_path / "out.csv")
+    row = benchmark.analyse(args, run_dir, start_time=start - 2, end_time=start + 78)
+    # rolling means of 3: 2, 3, 4, 5 -> first >= 4 at episode 5 (step 250, 50 s after start, 52 s after launch)
+    assert row["env_id"] == "Env-v0" and row["seed"] == 1
+    assert row["steps_to_threshold"] == 250
+    assert row["seconds_to_threshold"] == pytest.approx(52.0)
+    assert row["final_return"] == pytest.approx(5.0)
+    assert row["episodes"] == 6
+    assert row["total_steps"] == 320
+    assert row["wall_seconds"] == pytest.approx(80.0)
+    assert row["sps"] == pytest.approx(4.0)
+    assert row["logged_sps"] == pytest.approx(200.0)
+    assert row["timed_from"] == "launch"
+
+    # --from-logs re-tabulates the same folder, timing from the writer's first event instead of a launch
+    args.from_logs = ("runs/*",)
+    assert benchmark.main(args) == 0
+    out = capsys.readouterr().out
+    assert "| 1 | yes | 250 |" in out
+    assert "1/1 seeds reached >= 4 within their budget; median steps 250" in out
+    assert "first logged event" in out
+    (csv_row,) = list(csv.DictReader(open(tmp_path / "out.csv")))
+    assert csv_row["timed_from"] == "first event"
+    assert csv_row["steps_to_threshold"] == "250"
+    # the first event is the file header the writer wrote when it opened, just after `start` (not the first
+    # scalar, 10 s later); the run ends at its last scalar, 70 s after `start`
+    assert float(csv_row["seconds_to_threshold"]) == pytest.approx(50.0, abs=0.5)
+    assert float(csv_row["wall_seconds"]) == pytest.approx(70.0, abs=0.5)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# End to end, with fake training scripts
+# ---------------------------------------------------------------------------------------------------------------
+# Follows the scripts' contract with tensorboard's own event writer (which SummaryWriter wraps) to skip the
+# seconds torch takes to import. Episode k (1-based) ends at step 10 k with return 10 * seed * k.
+FAKE_SCRIPT = """
+import argparse, time
+from tensorboard.compat.proto.event_pb2 import Event
+from tensorboard.compat.proto.summary_pb2 import Summary
+from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--seed", type=int, required=True)
+parser.add_argument("--exp-name", required=True)
+parser.add_argument("--total-timesteps", type=int, default=50)
+args = parser.parse_args()
+if args.seed == FAIL_SEED:
+    raise RuntimeError("fake crash in the training loop")
+
+writer = EventFileWriter(f"runs/CartPole-v1__{args.exp_name}__{args.seed}__{int(time.time())}")
+
+def add_scalar(tag, value, step):
+    summary = Summary(value=[Summary.Value(tag=tag, simple_value=value)])
+    writer.add_event(Event(wall_time=time.time(), step=step, summary=summary))
+
+for k in range(1, args.total_timesteps // 10 + 1):
+    add_scalar("charts/episodic_return", 10.0 * args.seed * k, 10 * k)
+    add_scalar("charts/episodic_length", 10.0, 10 * k)
+    if k % 5 == 0:
+        add_scalar("charts/SPS", 1000.0, 10 * k)
+writer.close()
+print("training done")
+"""
+
+
+def run_benchmark(tmp_path, fail_seed=None):
+    script = tmp_path / "ppo_fake.py"
+    script.write_text(FAKE_SCRIPT.replace("FAIL_SEED", str(fail_seed)))
+    command = [
+        sys.executable, str(BENCHMARK), "--script", str(script), "--seeds", "1", "2",
+        "--threshold", "100", "--window", "2", "--workdir", str(tmp_path), "--csv", str(tmp_path / "out.csv"),
+        "--", "--total-timesteps", "100",
+    ]  # fmt: skip
+    return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+
+
+def test_end_to_end(tmp_path):
+    # an older run with the same name (an empty folder stamped in the future) must not be taken for the new one
+    (tmp_path / "runs" / "CartPole-v1__bench__1__9999999999").mkdir(parents=True)
+    result = run_benchmark(tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    # seed 1: returns 10..100, rolling means of 2 top out at 95; seed 2: returns 20..200, mean 110 at step 60
+    assert "| 1 | no | - | - | 95.0 | 100 |" in out
+    assert "| 2 | yes | 60 |" in out and "| 190.0 | 100 |" in out
+    assert "1/2 seeds reached >= 100 within their budget; median steps 60, median seconds " in out
+    assert "--total-timesteps 100" in out.split("Command: ")[1]
+    # the scripts' own output went to the logs, not to this console
+    assert "training done" not in out
+    assert (tmp_path / "runs" / "ppo_fake__bench__1.log").read_text().strip() == "training done"
+
+    rows = list(csv.DictReader(open(tmp_path / "out.csv")))
+    assert [(row["env_id"], row["seed"]) for row in rows] == [("CartPole-v1", "1"), ("CartPole-v1", "2")]
+    assert [row["steps_to_threshold"] for row in rows] == ["", "60"]
+    assert [row["final_return"] for row in rows] == ["95.0", "190.0"]
+    same_in_both = {
+        (row["script"], row["episodes"], row["total_steps"], row["logged_sps"], row["timed_from"]) for row in rows
+    }
+    assert same_in_both == {("ppo_fake.py", "10", "100", "1000.0", "launch")}
+    # seconds to threshold count from the launch, so they are positive and within the run's wall time
+    assert 0 < float(rows[1]["seconds_to_threshold"]) <= float(rows[1]["wall_seconds"])
+    assert float(rows[1]["sps"]) == pytest.approx(100 / float(rows[1]["wall_seconds"]), rel=1e-2)
+
+
+def test_failing_script_is_reported_and_other_seeds_still_run(tmp_path):
+    result = run_benchmark(tmp_path, fail_seed=2)
+    assert result.returncode == 1
+    # one clear line names the seed, the exit status, the error and the log
+    failure = [line for line in result.stderr.splitlines() if "seed 2" in line]
+    assert len(failure) == 1
+    assert "exited with status 1" in failure[0]
+    assert "RuntimeError: fake crash in the training loop" in failure[0]
+    assert "ppo_fake__bench__2.log" in failure[0]
+    # seed 1 is still in the table and the CSV
+    assert "| 1 | no | - | - | 95.0 | 100 |" in result.stdout
+    assert "0/2 seeds reached >= 100" in result.stdout
+    assert [row["seed"] for row in csv.DictReader(open(tmp_path / "out.csv"))] == ["1"]
+
+
+def test_script_that_writes_no_logs_fails(tmp_path):
+    script = tmp_path / "ppo_silent.py"
+    script.write_text("print('forgot to log')\n")
+    command = [sys.executable, str(BENCHMARK), "--script", str(script), "--seeds", "7", "--workdir", str(tmp_path)]
+    command += ["--csv", str(tmp_path / "out.csv")]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert "seed 7: exited 0 but wrote no runs/*__bench__7__* folder" in result.stderr
