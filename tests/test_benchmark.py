@@ -73,6 +73,15 @@ def test_summarize_without_threshold_and_short_run():
     assert measures.logged_sps == 40.0
 
 
+def test_summarize_training_clock():
+    # threshold 3 with window 2 is first reached by episode 3 at wall time 1010; training began at 1004
+    returns = [ScalarEvent(1006.0, 10, 2.0), ScalarEvent(1008.0, 20, 3.0), ScalarEvent(1010.0, 30, 4.0)]
+    measures = benchmark.summarize({"charts/episodic_return": returns}, "charts/episodic_return", 2, 3.0,
+                                   start_time=1000.0, end_time=1012.0, train_start=1004.0)
+    assert measures.steps_to_threshold == 30
+    assert measures.seconds_to_threshold == 10.0 and measures.train_seconds_to_threshold == 6.0
+
+
 def test_summarize_without_episodes():
     scalars = {"charts/SPS": [ScalarEvent(1004.0, 64, 30.0)]}
     measures = benchmark.summarize(scalars, "charts/episodic_return", 20, 1.0, start_time=1000.0, end_time=1002.0)
@@ -188,7 +197,7 @@ def test_end_to_end(tmp_path):
     assert result.returncode == 0, result.stderr
     out = result.stdout
     # seed 1: returns 10..100, rolling means of 2 top out at 95; seed 2: returns 20..200, mean 110 at step 60
-    assert "| 1 | no | - | - | 95.0 | 100 |" in out
+    assert "| 1 | no | - | - | - | 95.0 | 100 |" in out
     assert "| 2 | yes | 60 |" in out and "| 190.0 | 100 |" in out
     assert "1/2 seeds reached >= 100 within their budget; median steps 60, median seconds " in out
     assert "--total-timesteps 100" in out.split("Command: ")[1]
@@ -206,6 +215,8 @@ def test_end_to_end(tmp_path):
     assert same_in_both == {("ppo_fake.py", "10", "100", "1000.0", "launch")}
     # seconds to threshold count from the launch, so they are positive and within the run's wall time
     assert 0 < float(rows[1]["seconds_to_threshold"]) <= float(rows[1]["wall_seconds"])
+    # the training clock starts at the first event, after the launch: fewer seconds, still positive
+    assert 0 <= float(rows[1]["train_seconds_to_threshold"]) < float(rows[1]["seconds_to_threshold"])
     assert float(rows[1]["sps"]) == pytest.approx(100 / float(rows[1]["wall_seconds"]), rel=1e-2)
 
 

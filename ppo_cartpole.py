@@ -1,0 +1,520 @@
+"""PPO on CartPole-v1: the smallest complete Proximal Policy Optimization.
+
+What this lesson teaches
+    One environment, one actor-critic network whose hidden layer is shared by a policy head and a value head,
+    rollouts of T steps, advantages from GAE(gamma, lambda), then K epochs of shuffled minibatch updates on the
+    clipped surrogate objective plus a value loss and an entropy bonus (the paper's L^{CLIP+VF+S}, eq. 9),
+    with one Adam optimizer.
+
+Differs from: nothing, this is the first lesson. Every later script is a diff against one of its neighbours.
+
+Deliberately left out, and the script that has each:
+    - several environments stepped together (vector envs)      -> ppo_lunarlander_vec.py
+    - separate actor and critic networks                       -> ppo_lunarlander_vec.py
+    - clipped value loss, early stop on a KL target            -> ppo_lunarlander_vec.py
+    - evaluation episodes of the greedy policy during training -> ppo_lunarlander_vec.py
+    - continuous actions, observation/reward normalization     -> ppo_pendulum_continuous.py
+    - the paper's adaptive KL penalty (eq. 8)                  -> ppo_pendulum_continuous.py
+    - pixels, a CNN, torch.distributed                         -> ppo_breakout_atari.py
+
+Usage
+    python ppo_cartpole.py                                    # train: 100k steps, about 10 s on 2 CPU cores
+    python ppo_cartpole.py --seed 2 --total-timesteps 200000
+    python ppo_cartpole.py --resume runs/<run>/checkpoint.pt --total-timesteps 200000
+    python ppo_cartpole.py --play runs/<run>/checkpoint.pt --episodes 5 --capture-video
+    tensorboard --logdir runs
+
+References
+    [PPO] Schulman et al. 2017, Proximal Policy Optimization Algorithms, arXiv:1707.06347 (eqs. 7, 9, 11, 12)
+    [GAE] Schulman et al. 2016, High-Dimensional Continuous Control Using GAE, arXiv:1506.02438
+    [37]  Huang et al. 2022, The 37 Implementation Details of Proximal Policy Optimization (ICLR blog track)
+"""
+
+import collections
+import dataclasses
+import os
+import random
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.optim as optim
+import tqdm
+import tyro
+from torch.utils.tensorboard import SummaryWriter
+
+SCRIPT = os.path.basename(__file__)
+
+
+@dataclass
+class Args:
+    # --- experiment ---
+    exp_name: str = SCRIPT[: -len(".py")]
+    """name of the experiment: runs are saved in runs/<env-id>__<exp-name>__<seed>__<unix-time>/"""
+    seed: int = 1
+    """seed of Python, NumPy, torch and the environment: the same seed gives the same run on the CPU"""
+    torch_deterministic: bool = True
+    """let torch use deterministic algorithms only (torch.use_deterministic_algorithms)"""
+    cuda: bool = False
+    """run the network on CUDA when available; off by default: a network this small is faster on the CPU"""
+    capture_video: bool = False
+    """record MP4s under the run folder's videos/ (training: episodes 0, 1, 8, 27, ...; --play: every episode)"""
+    checkpoint_every: int = 10
+    """save runs/<run>/checkpoint.pt every this many updates, and always at the end (0: only at the end)"""
+    resume: Optional[str] = None
+    """continue the run saved in this checkpoint (weights, optimizer, RNG states, step count); flags not given
+    on the command line take the checkpoint's values, so `--total-timesteps` can be raised to train longer"""
+    play: Optional[str] = None
+    """do not train: run the greedy policy saved in this checkpoint for --episodes episodes, print the returns"""
+    episodes: int = 10
+    """how many episodes --play runs"""
+
+    # --- environment ---
+    env_id: str = "CartPole-v1"
+    """Gymnasium id of the environment: it needs a Discrete action space and a flat Box observation"""
+    total_timesteps: int = 100_000
+    """environment steps to train for"""
+
+    # --- PPO hyperparameters (same order in every script) ---
+    learning_rate: float = 2.5e-3
+    """Adam step size, annealed linearly to 0 over the run (usual range 1e-4 to 3e-3)"""
+    anneal_lr: bool = True
+    """anneal the learning rate linearly to 0, as the paper does for Atari (Table 5's alpha)"""
+    num_steps: int = 256
+    """T, the horizon: env steps collected per rollout, between two updates (paper: 128 to 2048)"""
+    gamma: float = 0.98
+    """gamma, the discount of future rewards: the agent looks about 1/(1-gamma) steps ahead (usual 0.98-0.999)"""
+    gae_lambda: float = 0.8
+    """lambda of GAE: 0 gives the one-step TD advantage (low variance, biased by V), 1 the Monte-Carlo return
+    minus V (unbiased, high variance); usual 0.8 to 0.98"""
+    minibatch_size: int = 128
+    """M, samples per gradient step: each epoch splits the T steps into T/M shuffled minibatches (paper: M <= NT)"""
+    update_epochs: int = 10
+    """K, passes over each rollout (paper: 3 to 15); more reuse of the data, more risk of moving too far"""
+    norm_adv: bool = True
+    """normalize advantages to mean 0, std 1 in each minibatch, so the step size does not depend on reward scale"""
+    clip_coef: float = 0.2
+    """epsilon, the clip range of the probability ratio (eq. 7): how far the new policy may move (usual 0.1-0.3)"""
+    ent_coef: float = 0.0
+    """c2, weight of the entropy bonus S (eq. 9); a bonus keeps the policy exploring (usual 0 to 0.01)"""
+    vf_coef: float = 0.5
+    """c1, weight of the value loss L^VF (eq. 9); the trunk is shared, so this balances the two heads"""
+    max_grad_norm: float = 0.5
+    """clip the global norm of the gradient to this, so one bad minibatch cannot make a huge step"""
+    hidden_size: int = 64
+    """width of the shared hidden layer"""
+
+    # --- derived at runtime (not command-line flags) ---
+    num_iterations: tyro.conf.Suppress[int] = 0
+    """number of rollout + update cycles: total_timesteps // num_steps"""
+
+
+def fail(message: str) -> None:
+    """Bad input ends the run with one clear line on stderr and exit code 2, never a traceback."""
+    print(f"{SCRIPT}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def check_args(args: Args) -> None:
+    """Refuse hyperparameters that cannot work together, before anything is built."""
+    for name in ("total_timesteps", "num_steps", "minibatch_size", "update_epochs", "hidden_size", "episodes"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.minibatch_size > args.num_steps:
+        fail(f"--minibatch-size ({args.minibatch_size}) is larger than the rollout (--num-steps {args.num_steps})")
+    if args.num_steps % args.minibatch_size:
+        fail(f"--num-steps ({args.num_steps}) must be a multiple of --minibatch-size ({args.minibatch_size})")
+    if args.total_timesteps < args.num_steps:
+        fail(f"--total-timesteps ({args.total_timesteps}) is less than one rollout (--num-steps {args.num_steps})")
+    for name in ("gamma", "gae_lambda"):
+        if not 0.0 <= getattr(args, name) <= 1.0:
+            fail(f"--{name.replace('_', '-')} must be in [0, 1], got {getattr(args, name)}")
+    for name in ("learning_rate", "clip_coef"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    for name in ("ent_coef", "vf_coef", "max_grad_norm", "checkpoint_every"):
+        if getattr(args, name) < 0:
+            fail(f"--{name.replace('_', '-')} must not be negative, got {getattr(args, name)}")
+    if args.resume and args.play:
+        fail("give either --resume or --play, not both")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Environment wrappers (copied from common/wrappers.py under checked markers): CartPole needs none of its own.
+# ---------------------------------------------------------------------------------------------------------
+
+
+def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None) -> gym.Env:
+    """The wrapper stack. RecordEpisodeStatistics reports each finished episode in info["episode"]."""
+    try:
+        env = gym.make(args.env_id, render_mode="rgb_array" if video_folder else None)
+    except gym.error.Error as e:  # unknown id, unknown version, missing optional dependency
+        fail(f"cannot make --env-id {args.env_id!r}: {e}")
+    if not isinstance(env.action_space, gym.spaces.Discrete):
+        fail(f"{args.env_id} has a {type(env.action_space).__name__} action space; this script needs Discrete "
+             "(for continuous actions use ppo_pendulum_continuous.py)")
+    if not (isinstance(env.observation_space, gym.spaces.Box) and len(env.observation_space.shape) == 1):
+        fail(f"{args.env_id} observations are {env.observation_space}; this script needs a flat Box "
+             "(for images use ppo_breakout_atari.py)")
+    if video_folder:
+        env = gym.wrappers.RecordVideo(env, video_folder, episode_trigger=video_trigger)
+    return gym.wrappers.RecordEpisodeStatistics(env)
+
+
+def layer_init(layer: nn.Linear, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Linear:
+    """Orthogonal weights with gain `std`, zero biases ([37] detail 2): sqrt(2) suits tanh hidden layers."""
+    torch.nn.init.orthogonal_(layer.weight, std)
+    torch.nn.init.constant_(layer.bias, bias_const)
+    return layer
+
+
+class Agent(nn.Module):
+    """Actor-critic with a shared trunk: one hidden layer feeds both the policy head and the value head.
+
+    Sharing means the value loss also shapes the features the policy uses; that is why the loss (eq. 9)
+    weighs the two with c1. ppo_lunarlander_vec.py splits them into two networks.
+    """
+
+    def __init__(self, env: gym.Env, hidden_size: int):
+        super().__init__()
+        self.trunk = nn.Sequential(layer_init(nn.Linear(env.observation_space.shape[0], hidden_size)), nn.Tanh())
+        # A policy head initialized with std 0.01 starts with near-uniform action probabilities: maximal
+        # exploration at first, and no action is preferred by accident of the initialization ([37] detail 2).
+        self.actor = layer_init(nn.Linear(hidden_size, env.action_space.n), std=0.01)
+        self.critic = layer_init(nn.Linear(hidden_size, 1), std=1.0)
+
+    def get_value(self, x: torch.Tensor) -> torch.Tensor:
+        return self.critic(self.trunk(x)).squeeze(-1)
+
+    def get_action_and_value(self, x: torch.Tensor, action: Optional[torch.Tensor] = None, greedy: bool = False):
+        """pi(.|x) and V(x). Samples an action (the most probable one if greedy) unless `action` is given.
+
+        Returns the action, log pi(action|x), the entropy H(pi(.|x)) and V(x). The categorical distribution is
+        written out rather than taken from torch.distributions.Categorical: it is four lines, and acting one
+        env step at a time, Categorical's bookkeeping costs more than the network itself.
+        """
+        hidden = self.trunk(x)
+        log_pi = self.actor(hidden).log_softmax(-1)  # log pi(a|x) for every action a
+        pi = log_pi.exp()
+        if action is None:
+            action = log_pi.argmax(-1) if greedy else torch.multinomial(pi, 1).squeeze(-1)
+        log_prob = log_pi.gather(-1, action.unsqueeze(-1)).squeeze(-1)
+        entropy = -(pi * log_pi).sum(-1)  # H = -sum_a pi(a|x) log pi(a|x)
+        return action, log_prob, entropy, self.critic(hidden).squeeze(-1)
+
+
+def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, gae_lambda: float) -> np.ndarray:
+    """Generalized Advantage Estimation over a rollout, backwards in time. NumPy arrays of shape [T] (or [T, N]).
+
+    dones[t] = 1 where an episode ended at step t, by termination or truncation: no advantage flows back
+    across it. final_values[t], read only there, is the V(s_{t+1}) the return should see: 0 when the episode
+    terminated (no future reward), V(final observation) when a time limit truncated it (the agent would have
+    gone on collecting reward, [37] detail 9). last_value = V(s_T), the state after the rollout's last step.
+    """
+    # V(s_{t+1}) for every step: the next row's value, last_value after the last row, final_values at ends.
+    next_values = np.where(dones == 1, final_values, np.concatenate([values[1:], [last_value]]))
+    advantages = np.zeros_like(rewards)
+    last_gae = 0.0
+    for t in reversed(range(len(rewards))):
+        # delta_t = r_t + gamma * V(s_{t+1}) - V(s_t)                              (paper eq. 12)
+        delta = rewards[t] + gamma * next_values[t] - values[t]
+        # A_t = delta_t + gamma * lambda * A_{t+1}, cut at episode ends            (paper eq. 11)
+        last_gae = delta + gamma * gae_lambda * (1.0 - dones[t]) * last_gae
+        advantages[t] = last_gae
+    return advantages
+
+
+def clipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip_coef: float) -> torch.Tensor:
+    """-L^CLIP, to minimize. L^CLIP = E[min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t)]      (paper eq. 7)
+
+    The min makes it a pessimistic bound: once the ratio r_t has moved past 1 + eps (A > 0) or below 1 - eps
+    (A < 0), the clipped term is the smaller one and its gradient is zero (the flat parts of Figure 1).
+    """
+    unclipped = ratio * advantages
+    clipped = torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef) * advantages
+    return -torch.min(unclipped, clipped).mean()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Checkpoints: written atomically, read with weights_only=True (plain tensors and Python values only)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def save_checkpoint(path: str, args: Args, agent: nn.Module, optimizer: optim.Optimizer, global_step: int,
+                    iteration: int) -> None:
+    """Write to a temporary file, then rename: a crash mid-write never leaves a half-written checkpoint."""
+    np_state = np.random.get_state()
+    state = {
+        "script": SCRIPT,
+        "args": dataclasses.asdict(args),
+        "agent": agent.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "global_step": global_step,
+        "iteration": iteration,
+        "rng": {
+            "python": random.getstate(),
+            "numpy": (np_state[0], np_state[1].tolist(), *np_state[2:]),
+            "torch": torch.get_rng_state(),
+        },
+    }
+    torch.save(state, path + ".tmp")
+    os.replace(path + ".tmp", path)
+
+
+def load_checkpoint(path: str) -> dict:
+    """Read a checkpoint of this script, or fail with one line that says what is wrong with the file."""
+    if not os.path.isfile(path):
+        fail(f"no checkpoint at {path}")
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # truncated, not a torch file, or holding objects that weights_only refuses
+        fail(f"{path} is not a readable checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
+    if not isinstance(ckpt, dict) or "script" not in ckpt or "agent" not in ckpt:
+        fail(f"{path} is not a checkpoint of this library")
+    if ckpt["script"] != SCRIPT:
+        fail(f"{path} was written by {ckpt['script']}, not {SCRIPT}")
+    return ckpt
+
+
+def restore_agent(agent: nn.Module, ckpt: dict, path: str) -> None:
+    try:
+        agent.load_state_dict(ckpt["agent"])
+    except RuntimeError as e:
+        fail(f"the network in {path} does not fit this one ({str(e).splitlines()[1].strip()})")
+
+
+def args_from_checkpoint(args: Args) -> tuple[Args, dict]:
+    """--resume / --play: the checkpoint's Args become the defaults, and the flags given override them."""
+    path = args.resume or args.play
+    ckpt = load_checkpoint(path)
+    saved = {k: v for k, v in ckpt["args"].items() if k in {f.name for f in dataclasses.fields(Args)}}
+    defaults = dataclasses.replace(Args(**saved), resume=args.resume, play=args.play)
+    args = tyro.cli(Args, default=defaults, description=__doc__)
+    if args.env_id != ckpt["args"]["env_id"]:
+        fail(f"{path} holds a policy for {ckpt['args']['env_id']}, not for --env-id {args.env_id}")
+    return args, ckpt
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Play: run a saved policy
+# ---------------------------------------------------------------------------------------------------------
+
+
+def play(args: Args, ckpt: dict) -> None:
+    video_folder = os.path.join(os.path.dirname(os.path.abspath(args.play)), "videos", "play")
+    env = make_env(args, video_folder if args.capture_video else None, video_trigger=lambda episode: True)
+    agent = Agent(env, args.hidden_size)
+    restore_agent(agent, ckpt, args.play)
+    returns = []
+    for episode in range(args.episodes):
+        obs, _ = env.reset(seed=args.seed + episode)
+        while True:
+            with torch.no_grad():
+                action, _, _, _ = agent.get_action_and_value(torch.as_tensor(obs, dtype=torch.float32), greedy=True)
+            obs, _, terminated, truncated, info = env.step(action.item())
+            if terminated or truncated:
+                break
+        returns.append(info["episode"]["r"])
+        print(f"episode {episode + 1}/{args.episodes}: return {returns[-1]:.1f}, length {info['episode']['l']}")
+    env.close()
+    print(f"mean return over {args.episodes} episodes: {np.mean(returns):.1f} +/- {np.std(returns):.1f}")
+    if args.capture_video:
+        print(f"videos: {video_folder}")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Training
+# ---------------------------------------------------------------------------------------------------------
+
+
+def train(args: Args, ckpt: Optional[dict]) -> None:
+    args.num_iterations = args.total_timesteps // args.num_steps
+    if ckpt is None:
+        run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+        run_dir = os.path.join("runs", run_name)
+    else:  # a resumed run keeps writing into its own folder; TensorBoard continues its curves
+        run_dir = os.path.dirname(os.path.abspath(args.resume))
+    os.makedirs(run_dir, exist_ok=True)
+    writer = SummaryWriter(run_dir)
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in dataclasses.asdict(args).items()),
+    )
+
+    # Seeding: the same seed gives the same run on the CPU.
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.use_deterministic_algorithms(args.torch_deterministic)
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+
+    env = make_env(args, os.path.join(run_dir, "videos") if args.capture_video else None)
+    agent = Agent(env, args.hidden_size).to(device)
+    # eps 1e-5 instead of Adam's default 1e-8, as in the reference implementations ([37] detail 3).
+    # foreach: update all parameter tensors in a few batched operations instead of a Python loop over them.
+    optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, foreach=True)
+    global_step, start_iteration = 0, 1
+    if ckpt is not None:
+        restore_agent(agent, ckpt, args.resume)
+        optimizer.load_state_dict(ckpt["optimizer"])
+        global_step, start_iteration = ckpt["global_step"], ckpt["iteration"] + 1
+        random.setstate(ckpt["rng"]["python"])
+        np_state = ckpt["rng"]["numpy"]
+        np.random.set_state((np_state[0], np.array(np_state[1], dtype=np.uint32), *np_state[2:]))
+        torch.set_rng_state(ckpt["rng"]["torch"])
+    checkpoint_path = os.path.join(run_dir, "checkpoint.pt")
+
+    # Rollout storage, one row per step. The environment speaks NumPy and the network torch: the rollout is
+    # kept in NumPy arrays (a row write there is ~50x cheaper than into a tensor) and turned into tensors once
+    # per update.
+    obs = np.zeros((args.num_steps,) + env.observation_space.shape, dtype=np.float32)
+    actions = np.zeros(args.num_steps, dtype=np.int64)
+    logprobs = np.zeros(args.num_steps, dtype=np.float32)
+    rewards = np.zeros(args.num_steps, dtype=np.float32)
+    dones = np.zeros(args.num_steps, dtype=np.float32)
+    values = np.zeros(args.num_steps, dtype=np.float32)
+    final_values = np.zeros(args.num_steps, dtype=np.float32)  # V(s_{t+1}) where an episode ended at step t
+
+    def to_tensor(x: np.ndarray) -> torch.Tensor:
+        return torch.as_tensor(x, dtype=torch.float32, device=device)
+
+    # A resumed run starts a fresh episode, seeded from the seed and the step count.
+    next_obs, _ = env.reset(seed=args.seed + global_step)
+
+    # Ctrl-C asks for a clean stop: the current update finishes, a checkpoint is saved, the script exits.
+    stop_requested = []
+
+    def request_stop(signum, frame):
+        stop_requested.append(signum)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C quits at once
+        tqdm.tqdm.write("Ctrl-C: saving a checkpoint after this update (press again to quit without saving)")
+
+    signal.signal(signal.SIGINT, request_stop)
+    recent_returns = collections.deque(maxlen=20)
+    progress = tqdm.tqdm(total=args.total_timesteps, initial=global_step, unit="step", dynamic_ncols=True)
+    start_time, start_step = time.time(), global_step
+
+    for iteration in range(start_iteration, args.num_iterations + 1):
+        # Linear annealing: lr_i = (1 - (i - 1) / num_iterations) * alpha, ending near 0 ([37] detail 4).
+        if args.anneal_lr:
+            optimizer.param_groups[0]["lr"] = (1.0 - (iteration - 1.0) / args.num_iterations) * args.learning_rate
+
+        # --- Rollout: run the current policy pi_old for T steps -------------------------------------------
+        for step in range(args.num_steps):
+            global_step += 1
+            obs[step] = next_obs
+            with torch.inference_mode():  # acting needs no gradients: they are recomputed in the update
+                action, logprob, _, value = agent.get_action_and_value(to_tensor(next_obs))
+            actions[step], logprobs[step], values[step] = action.item(), logprob.item(), value.item()
+
+            next_obs, rewards[step], terminated, truncated, info = env.step(actions[step])
+            dones[step] = terminated or truncated
+            if terminated or truncated:
+                # terminated: the MDP ended, there is no future reward, V(s_{t+1}) = 0.
+                # truncated: a time limit cut the episode, but the state is not terminal and the agent
+                # would have collected more reward: bootstrap from V(final observation) ([37] detail 9).
+                # (next_obs is that final observation: with a single env, nothing resets it behind our back.)
+                with torch.inference_mode():
+                    final_values[step] = 0.0 if terminated else agent.get_value(to_tensor(next_obs)).item()
+                recent_returns.append(info["episode"]["r"])
+                writer.add_scalar("charts/episodic_return", info["episode"]["r"], global_step)
+                writer.add_scalar("charts/episodic_length", info["episode"]["l"], global_step)
+                next_obs, _ = env.reset()
+
+        # --- Advantages: computed once per rollout, from the value function that collected it -------------
+        with torch.inference_mode():
+            last_value = agent.get_value(to_tensor(next_obs)).item()
+        advantages = compute_gae(rewards, values, dones, final_values, last_value, args.gamma, args.gae_lambda)
+        returns = advantages + values  # the value targets: V^targ_t = A_t + V(s_t)
+        b_obs, b_actions, b_logprobs, b_advantages, b_returns = (
+            torch.as_tensor(x, device=device) for x in (obs, actions, logprobs, advantages, returns)
+        )
+
+        # --- Update: K epochs of minibatch gradient steps on L^{CLIP+VF+S} ----------------------------------
+        clipfracs = []
+        for epoch in range(args.update_epochs):
+            for mb in torch.randperm(args.num_steps, device=device).split(args.minibatch_size):
+                _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb], b_actions[mb])
+                # r_t(theta) = pi(a_t|s_t) / pi_old(a_t|s_t), computed as exp(log pi - log pi_old): a ratio
+                # of two small probabilities is numerically fragile, a difference of logs is not.
+                logratio = newlogprob - b_logprobs[mb]
+                ratio = logratio.exp()
+                with torch.no_grad():
+                    # KL[pi_old || pi] estimators (http://joschu.net/blog/kl-approx.html): diagnostics only.
+                    old_approx_kl = (-logratio).mean()
+                    approx_kl = ((ratio - 1) - logratio).mean()
+                    clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean().item())
+
+                mb_advantages = b_advantages[mb]
+                if args.norm_adv:
+                    mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+
+                pg_loss = clipped_surrogate_loss(ratio, mb_advantages, args.clip_coef)
+                # L^VF = (V(s_t) - V^targ_t)^2, halved so its gradient is the plain error            (eq. 9)
+                v_loss = 0.5 * ((newvalue - b_returns[mb]) ** 2).mean()
+                entropy_loss = entropy.mean()
+                # L^{CLIP+VF+S} = L^CLIP - c1 L^VF + c2 S is maximized; we minimize its negative       (eq. 9)
+                loss = pg_loss + args.vf_coef * v_loss - args.ent_coef * entropy_loss
+
+                optimizer.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                optimizer.step()
+
+        # --- Diagnostics and logging ------------------------------------------------------------------------
+        # Explained variance of the value targets by V: 1 is a perfect critic, 0 no better than a constant.
+        var_returns = np.var(returns)
+        explained_var = 1 - np.var(returns - values) / var_returns if var_returns > 0 else float("nan")
+        sps = int((global_step - start_step) / (time.time() - start_time))
+        writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
+        writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
+        writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
+        writer.add_scalar("losses/entropy", entropy_loss.item(), global_step)
+        writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
+        writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
+        writer.add_scalar("losses/clipfrac", np.mean(clipfracs), global_step)
+        writer.add_scalar("losses/explained_variance", explained_var, global_step)
+        writer.add_scalar("charts/SPS", sps, global_step)
+        progress.update(args.num_steps)
+        if recent_returns:
+            progress.set_postfix_str(f"return(last {len(recent_returns)}) {np.mean(recent_returns):.1f}, SPS {sps}")
+
+        # --- Checkpoint -------------------------------------------------------------------------------------
+        last = iteration == args.num_iterations
+        if last or stop_requested or (args.checkpoint_every and iteration % args.checkpoint_every == 0):
+            save_checkpoint(checkpoint_path, args, agent, optimizer, global_step, iteration)
+        if stop_requested:
+            break
+
+    progress.close()
+    env.close()
+    writer.close()
+    print(f"checkpoint: {checkpoint_path} (step {global_step})")
+    if stop_requested:
+        raise SystemExit(130)  # the conventional status of a program stopped by Ctrl-C
+
+
+def main() -> None:
+    args = tyro.cli(Args, description=__doc__)
+    if args.resume or args.play:
+        args, ckpt = args_from_checkpoint(args)
+    else:
+        ckpt = None
+    check_args(args)
+    # Small networks run fastest on one thread: splitting a 64-wide matmul costs more than it saves.
+    torch.set_num_threads(1)
+    try:
+        play(args, ckpt) if args.play else train(args, ckpt)
+    except KeyboardInterrupt:
+        print(f"{SCRIPT}: interrupted", file=sys.stderr)
+        raise SystemExit(130)
+
+
+if __name__ == "__main__":
+    main()
