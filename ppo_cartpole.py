@@ -18,7 +18,7 @@ Deliberately left out, and the script that has each:
     - pixels, a CNN, torch.distributed                         -> ppo_breakout_atari.py
 
 Usage
-    python ppo_cartpole.py                                    # train: 100k steps, about 10 s on 2 CPU cores
+    python ppo_cartpole.py                                    # train: 100k steps, under a minute on 2 CPUs
     python ppo_cartpole.py --seed 2 --total-timesteps 200000
     python ppo_cartpole.py --resume runs/<run>/checkpoint.pt --total-timesteps 200000
     python ppo_cartpole.py --play runs/<run>/checkpoint.pt --episodes 5 --capture-video
@@ -83,7 +83,7 @@ class Args:
 
     # --- PPO hyperparameters (same order in every script) ---
     learning_rate: float = 2.5e-3
-    """Adam step size, annealed linearly to 0 over the run (usual range 1e-4 to 3e-3)"""
+    """alpha, the Adam step size at the start of training (usual range 1e-4 to 3e-3)"""
     anneal_lr: bool = True
     """anneal the learning rate linearly to 0, as the paper does for Atari (Table 5's alpha)"""
     num_steps: int = 256
@@ -141,8 +141,6 @@ def check_args(args: Args) -> None:
     for name in ("ent_coef", "vf_coef", "max_grad_norm", "checkpoint_every"):
         if getattr(args, name) < 0:
             fail(f"--{name.replace('_', '-')} must not be negative, got {getattr(args, name)}")
-    if args.resume and args.play:
-        fail("give either --resume or --play, not both")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -502,11 +500,15 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
 
 def main() -> None:
     args = tyro.cli(Args, description=__doc__)
+    if args.resume and args.play:
+        fail("give either --resume or --play, not both")
+    ckpt = None
     if args.resume or args.play:
         args, ckpt = args_from_checkpoint(args)
-    else:
-        ckpt = None
     check_args(args)
+    if args.resume and ckpt["global_step"] + args.num_steps > args.total_timesteps:
+        fail(f"{args.resume} has already trained {ckpt['global_step']} steps; "
+             f"give a larger --total-timesteps to train longer")
     # Small networks run fastest on one thread: splitting a 64-wide matmul costs more than it saves.
     torch.set_num_threads(1)
     try:

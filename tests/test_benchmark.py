@@ -230,7 +230,7 @@ def test_failing_script_is_reported_and_other_seeds_still_run(tmp_path):
     assert "RuntimeError: fake crash in the training loop" in failure[0]
     assert "ppo_fake__bench__2.log" in failure[0]
     # seed 1 is still in the table and the CSV
-    assert "| 1 | no | - | - | 95.0 | 100 |" in result.stdout
+    assert "| 1 | no | - | - | - | 95.0 | 100 |" in result.stdout
     assert "0/2 seeds reached >= 100" in result.stdout
     assert [row["seed"] for row in csv.DictReader(open(tmp_path / "out.csv"))] == ["1"]
 

@@ -242,6 +242,9 @@ def test_bad_checkpoints(capsys, monkeypatch, tmp_path):
                        "holds a policy for CartPole-v1, not for --env-id Acrobot-v1")
     expect_usage_error(capsys, monkeypatch, ["--play", str(real), "--hidden-size", "8"], "does not fit")
     expect_usage_error(capsys, monkeypatch, ["--play", str(real), "--resume", str(real)], "either --resume or --play")
+    # Resuming a run that has already done its --total-timesteps: nothing to do, and it says how to go on.
+    ppo.save_checkpoint(str(real), args, agent, torch.optim.Adam(agent.parameters()), args.total_timesteps, 390)
+    expect_usage_error(capsys, monkeypatch, ["--resume", str(real)], "give a larger --total-timesteps")
     ckpt = torch.load(real, weights_only=True)
     ckpt["script"] = "ppo_lunarlander_vec.py"
     torch.save(ckpt, real)
