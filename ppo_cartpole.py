@@ -18,7 +18,7 @@ Deliberately left out, and the script that has each:
     - pixels, a CNN, torch.distributed                         -> ppo_breakout_atari.py
 
 Usage
-    python ppo_cartpole.py                                    # train: 100k steps, under a minute on 2 CPUs
+    python ppo_cartpole.py                                    # train: 100k steps, about a minute on 2 CPUs
     python ppo_cartpole.py --seed 2 --total-timesteps 200000
     python ppo_cartpole.py --resume runs/<run>/checkpoint.pt --total-timesteps 200000
     python ppo_cartpole.py --play runs/<run>/checkpoint.pt --episodes 5 --capture-video
@@ -101,8 +101,8 @@ class Args:
     """normalize advantages to mean 0, std 1 in each minibatch, so the step size does not depend on reward scale"""
     clip_coef: float = 0.2
     """epsilon, the clip range of the probability ratio (eq. 7): how far the new policy may move (usual 0.1-0.3)"""
-    ent_coef: float = 0.0
-    """c2, weight of the entropy bonus S (eq. 9); a bonus keeps the policy exploring (usual 0 to 0.01)"""
+    ent_coef: float = 0.01
+    """c2, weight of the entropy bonus S (eq. 9): rewards keeping pi spread out, so it keeps exploring (0-0.01)"""
     vf_coef: float = 0.5
     """c1, weight of the value loss L^VF (eq. 9); the trunk is shared, so this balances the two heads"""
     max_grad_norm: float = 0.5
@@ -161,6 +161,8 @@ def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None)
         fail(f"{args.env_id} observations are {env.observation_space}; this script needs a flat Box "
              "(for images use ppo_breakout_atari.py)")
     if video_folder:
+        # Frames are drawn off-screen (rgb_array): tell SDL not to look for a display, which it would complain of.
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
         env = gym.wrappers.RecordVideo(env, video_folder, episode_trigger=video_trigger)
     return gym.wrappers.RecordEpisodeStatistics(env)
 
@@ -273,7 +275,7 @@ def load_checkpoint(path: str) -> dict:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # truncated, not a torch file, or holding objects that weights_only refuses
         fail(f"{path} is not a readable checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
-    if not isinstance(ckpt, dict) or "script" not in ckpt or "agent" not in ckpt:
+    if not isinstance(ckpt, dict) or not {"script", "args", "agent"} <= ckpt.keys():
         fail(f"{path} is not a checkpoint of this library")
     if ckpt["script"] != SCRIPT:
         fail(f"{path} was written by {ckpt['script']}, not {SCRIPT}")
@@ -284,7 +286,7 @@ def restore_agent(agent: nn.Module, ckpt: dict, path: str) -> None:
     try:
         agent.load_state_dict(ckpt["agent"])
     except RuntimeError as e:
-        fail(f"the network in {path} does not fit this one ({str(e).splitlines()[1].strip()})")
+        fail(f"the network in {path} does not fit this one ({str(e).splitlines()[-1].strip()})")
 
 
 def args_from_checkpoint(args: Args) -> tuple[Args, dict]:
@@ -305,7 +307,8 @@ def args_from_checkpoint(args: Args) -> tuple[Args, dict]:
 
 
 def play(args: Args, ckpt: dict) -> None:
-    video_folder = os.path.join(os.path.dirname(os.path.abspath(args.play)), "videos", "play")
+    # A folder of its own for each --play, so that no earlier video is overwritten.
+    video_folder = os.path.join(os.path.dirname(os.path.abspath(args.play)), "videos", f"play-{int(time.time())}")
     env = make_env(args, video_folder if args.capture_video else None, video_trigger=lambda episode: True)
     agent = Agent(env, args.hidden_size)
     restore_agent(agent, ckpt, args.play)

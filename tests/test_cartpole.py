@@ -147,7 +147,7 @@ def test_train_resume_play(tmp_path):
     assert [line.split(":")[0] for line in lines[:2]] == ["episode 1/2", "episode 2/2"]
     assert all("return" in line for line in lines[:2])
     assert any(line.startswith("mean return over 2 episodes:") for line in lines)
-    videos = list((run_dir / "videos" / "play").glob("*.mp4"))
+    videos = list((run_dir / "videos").glob("play-*/*.mp4"))
     assert len(videos) == 2 and all(v.stat().st_size > 0 for v in videos)
 
 

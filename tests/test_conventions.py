@@ -1,0 +1,72 @@
+"""Conventions every script of the library shares (DEVELOPERS.md, STYLE.md), checked on every ppo_*.py, so a
+new script is held to them the day it lands."""
+
+import ast
+
+import pytest
+
+from conftest import ROOT, run_script
+
+SCRIPTS = sorted(path.name for path in ROOT.glob("ppo_*.py"))
+CLEANRL_TAGS = [
+    "charts/episodic_return", "charts/episodic_length", "charts/learning_rate", "charts/SPS",
+    "losses/value_loss", "losses/policy_loss", "losses/entropy", "losses/approx_kl", "losses/old_approx_kl",
+    "losses/clipfrac", "losses/explained_variance",
+]
+COMMON_FLAGS = ["--env-id", "--total-timesteps", "--seed", "--capture-video", "--cuda", "--no-cuda", "--resume",
+                "--play", "--episodes", "--checkpoint-every"]
+
+
+def parse(script: str) -> ast.Module:
+    return ast.parse((ROOT / script).read_text())
+
+
+def args_fields(tree: ast.Module) -> list[tuple[ast.AnnAssign, ast.stmt | None]]:
+    """Each field of `class Args` with the statement after it (its docstring, if it has one)."""
+    (args_class,) = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Args"]
+    body = args_class.body
+    return [(node, body[i + 1] if i + 1 < len(body) else None)
+            for i, node in enumerate(body) if isinstance(node, ast.AnnAssign)]
+
+
+def test_there_are_scripts():
+    assert "ppo_cartpole.py" in SCRIPTS
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_every_args_field_has_a_docstring(script):
+    for field, following in args_fields(parse(script)):
+        name = field.target.id
+        assert isinstance(following, ast.Expr) and isinstance(following.value, ast.Constant) \
+            and isinstance(following.value.value, str) and following.value.value.strip(), \
+            f"{script}: Args.{name} has no docstring, so --help cannot explain it"
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_skeleton(script):
+    tree = parse(script)
+    docstring = ast.get_docstring(tree)
+    assert docstring and "Differs from" in docstring and "Usage" in docstring and "arXiv:1707.06347" in docstring
+    names = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    assert {"Args", "make_env", "layer_init", "Agent", "save_checkpoint", "load_checkpoint", "play", "train",
+            "main"} <= names, f"{script} lacks part of the shared skeleton"
+    (agent,) = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Agent"]
+    methods = {node.name for node in agent.body if isinstance(node, ast.FunctionDef)}
+    assert {"get_value", "get_action_and_value"} <= methods
+    source = (ROOT / script).read_text()
+    for tag in CLEANRL_TAGS:
+        assert f'"{tag}"' in source, f"{script} does not log {tag}"
+    assert "weights_only=True" in source and "os.replace(" in source  # safe loading, atomic writes
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_help_lists_every_flag(script, tmp_path):
+    result = run_script(script, "--help", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    for flag in COMMON_FLAGS:
+        assert flag in result.stdout, f"{script} --help lacks {flag}"
+    for field, _ in args_fields(parse(script)):
+        if "Suppress" in ast.unparse(field.annotation):  # derived at runtime: deliberately not a flag
+            assert f"--{field.target.id.replace('_', '-')} " not in result.stdout
+            continue
+        assert f"--{field.target.id.replace('_', '-')}" in result.stdout, field.target.id
