@@ -1,6 +1,7 @@
 """ppo_cartpole.py: the math against hand-computed values, and the script end to end from its command line."""
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -168,19 +169,23 @@ def test_same_seed_same_losses(tmp_path):
 def test_ctrl_c_saves_a_checkpoint_and_exits(tmp_path):
     process = subprocess.Popen(
         [sys.executable, str(ROOT / SCRIPT), "--total-timesteps", "1000000", "--checkpoint-every", "0"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
-    deadline = time.time() + 120
-    while not run_dirs(tmp_path) and time.time() < deadline:  # wait until training has started
-        time.sleep(0.2)
-    time.sleep(2.0)
+    # Wait until the progress bar (stderr) shows a finished update: the training loop is running.
+    progress, deadline = b"", time.time() + 120
+    while b"SPS" not in progress and time.time() < deadline and process.poll() is None:
+        if select.select([process.stderr], [], [], 1.0)[0]:
+            progress += os.read(process.stderr.fileno(), 65536)
     process.send_signal(signal.SIGINT)
     stdout, stderr = process.communicate(timeout=60)
+    stdout, stderr = stdout.decode(), (progress + stderr).decode()
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr
+    assert "Ctrl-C: saving a checkpoint after this update" in stdout
     (run_dir,) = run_dirs(tmp_path)
     ckpt = torch.load(run_dir / "checkpoint.pt", weights_only=True)
     assert 0 < ckpt["global_step"] < 1_000_000 and ckpt["global_step"] % 256 == 0
+    assert f"checkpoint: runs/{run_dir.name}/checkpoint.pt (step {ckpt['global_step']})" in stdout
 
 
 # ---------------------------------------------------------------------------------------------------------
