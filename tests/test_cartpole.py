@@ -12,17 +12,12 @@ import pytest
 import torch
 
 import ppo_cartpole as ppo
-from conftest import ROOT, run_dirs, run_script, scalars
+from conftest import CLEANRL_TAGS, ROOT, run_dirs, run_script, scalars
 
 SCRIPT = "ppo_cartpole.py"
 # A tiny configuration: 4 updates of 128 steps, a checkpoint after each.
 TINY = ["--total-timesteps", "512", "--num-steps", "128", "--minibatch-size", "32", "--update-epochs", "2",
         "--checkpoint-every", "1"]
-CLEANRL_TAGS = {
-    "charts/episodic_return", "charts/episodic_length", "charts/learning_rate", "charts/SPS",
-    "losses/value_loss", "losses/policy_loss", "losses/entropy", "losses/approx_kl", "losses/old_approx_kl",
-    "losses/clipfrac", "losses/explained_variance",
-}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -139,8 +134,8 @@ def test_train_resume_play(tmp_path):
     assert run_dirs(tmp_path) == [run_dir]
     assert torch.load(checkpoint, weights_only=True)["global_step"] == 1024
     sps_steps = [step for step, _ in scalars(run_dir)["charts/SPS"]]
+    # 128 steps apart: the flags it trained with came back from the checkpoint, not the defaults (256).
     assert sps_steps == [128, 256, 384, 512, 640, 768, 896, 1024]
-    # The flags it trained with came back from the checkpoint (not the defaults): 128-step rollouts.
 
     result = run_script(SCRIPT, "--play", str(checkpoint), "--episodes", "2", "--capture-video", cwd=tmp_path)
     assert result.returncode == 0, result.stderr

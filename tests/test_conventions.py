@@ -5,14 +5,9 @@ import ast
 
 import pytest
 
-from conftest import ROOT, run_script
+from conftest import CLEANRL_TAGS, ROOT, run_script
 
 SCRIPTS = sorted(path.name for path in ROOT.glob("ppo_*.py"))
-CLEANRL_TAGS = [
-    "charts/episodic_return", "charts/episodic_length", "charts/learning_rate", "charts/SPS",
-    "losses/value_loss", "losses/policy_loss", "losses/entropy", "losses/approx_kl", "losses/old_approx_kl",
-    "losses/clipfrac", "losses/explained_variance",
-]
 COMMON_FLAGS = ["--env-id", "--total-timesteps", "--seed", "--capture-video", "--cuda", "--no-cuda", "--resume",
                 "--play", "--episodes", "--checkpoint-every"]
 
