@@ -9,7 +9,14 @@ Contract with the training scripts (every script of the library follows it, so n
 - run as `python <script> --seed S --exp-name NAME ...` from a working directory, it writes TensorBoard event
   files to `runs/{env_id}__{exp_name}__{seed}__{int(time.time())}/` under that directory;
 - it logs `charts/episodic_return` once per finished episode and `charts/SPS` once per update, each with
-  `global_step` (env steps so far) as the step.
+  `global_step` (env steps so far) as the step;
+- it saves `checkpoint.pt` in its run folder, and `python <script> --play CKPT --episodes N` runs the greedy
+  policy for N episodes and prints a line `mean return over N episodes: MEAN +/- STD` (used by --play-episodes).
+
+--play-episodes N scores each seed's final policy the way its lesson's target is stated (greedy actions, N
+fresh episodes) rather than by the training episodes, which are played with a sampled, exploring policy.
+--plot writes the learning curve: the rolling mean return against env steps for every seed, their mean and
+min-max band, and (when the script logs it) the greedy evaluation return `eval/mean_return`.
 
 Timing: seconds are counted from just before the process is launched, so Python start-up, imports and env
 construction count: that is what a user waits for. "Training seconds" count from the run's first TensorBoard
@@ -21,10 +28,13 @@ Usage:
     python benchmarks/benchmark.py --script ppo_cartpole.py --seeds 1 2 3 4 5 --threshold 475 \
         -- --total-timesteps 100000
     python benchmarks/benchmark.py --script ppo_cartpole.py --threshold 475 --from-logs 'runs/*__bench__*'
+    python benchmarks/benchmark.py --script ppo_lunarlander_vec.py --seeds 1 2 3 --threshold 200 \
+        --play-episodes 100 --play-threshold 250 --plot benchmarks/results/ppo_lunarlander_vec.png
 """
 
 import csv
 import glob
+import re
 import shlex
 import statistics
 import subprocess
@@ -39,6 +49,7 @@ from tyro.conf import Positional
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SPS_TAG = "charts/SPS"
+EVAL_TAG = "eval/mean_return"  # the greedy policy's return, logged by the scripts that evaluate during training
 
 
 @dataclass
@@ -61,6 +72,13 @@ class Args:
     """where to write the rows; None means benchmarks/results/<script stem>.csv"""
     from_logs: tuple[str, ...] = ()
     """skip running: analyse the existing run folders matching these glob patterns (relative to --workdir)"""
+    play_episodes: int = 0
+    """after each run, play its checkpoint's greedy policy for this many episodes and report the mean return
+    (0: do not play)"""
+    play_threshold: float | None = None
+    """mean greedy return over --play-episodes that counts as reaching the target, e.g. 250 for LunarLander"""
+    plot: Path | None = None
+    """write a learning-curve PNG here (needs matplotlib): return vs env steps, every seed, mean and band"""
     script_args: Positional[tuple[str, ...]] = ()
     """arguments passed on to the script, after a `--`, e.g. `-- --total-timesteps 100000`"""
 
@@ -219,8 +237,29 @@ def analyse(args: Args, run_dir: Path, start_time: float | None, end_time: float
         "window": args.window,
         **asdict(measures),
         "timed_from": timed_from,
+        "play_episodes": None,  # filled in by play_policy when --play-episodes is given
+        "play_return": None,
+        "play_return_std": None,
         "run_dir": str(run_dir),
     }
+
+
+# The line `--play` ends with, in every script of the library.
+PLAY_LINE = re.compile(r"^mean return over (\d+) episodes: (-?[\d.]+) \+/- ([\d.]+)", re.MULTILINE)
+
+
+def play_policy(args: Args, script: Path, run_dir: Path) -> dict:
+    """Play the greedy policy of the run's checkpoint for --play-episodes episodes: the row's play_* fields."""
+    checkpoint = run_dir / "checkpoint.pt"
+    if not checkpoint.is_file():
+        raise RunFailed(f"no checkpoint.pt in {run_dir} to play")
+    command = [sys.executable, str(script), "--play", str(checkpoint), "--episodes", str(args.play_episodes)]
+    result = subprocess.run(command, cwd=args.workdir, capture_output=True, text=True)
+    match = PLAY_LINE.search(result.stdout)
+    if result.returncode != 0 or not match:
+        lines = result.stderr.strip().splitlines() or result.stdout.strip().splitlines() or ["no output"]
+        raise RunFailed(f"--play {checkpoint} exited with status {result.returncode} ({lines[-1].strip()})")
+    return {"play_episodes": int(match[1]), "play_return": float(match[2]), "play_return_std": float(match[3])}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -230,11 +269,13 @@ def fmt(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
-def markdown_table(rows: list[dict], threshold: float | None) -> str:
+def markdown_table(rows: list[dict], threshold: float | None, play_episodes: int = 0) -> str:
     header = ["seed"]
     if threshold is not None:
         header += ["reached", "steps to threshold", "seconds to threshold", "training seconds to threshold"]
     header += ["final return", "total steps", "wall s", "SPS", "logged SPS"]
+    if play_episodes:
+        header += [f"greedy return ({play_episodes} episodes)"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:
         cells = [str(row["seed"])]
@@ -253,13 +294,25 @@ def markdown_table(rows: list[dict], threshold: float | None) -> str:
             f"{row['sps']:.0f}",
             fmt(row["logged_sps"], ".0f"),
         ]
+        if play_episodes:
+            cells += [f"{row['play_return']:.1f} +/- {row['play_return_std']:.1f}"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def summary_lines(rows: list[dict], n_runs: int, threshold: float | None, window: int) -> list[str]:
+def summary_lines(
+    rows: list[dict], n_runs: int, threshold: float | None, window: int, play_threshold: float | None = None
+) -> list[str]:
     """The summary sentence(s) under the table; `n_runs` counts failed runs too (they did not reach it)."""
     lines = []
+    played = [row for row in rows if row["play_return"] is not None]
+    if played:
+        returns = [row["play_return"] for row in played]
+        line = (f"greedy policy over {played[0]['play_episodes']} episodes: mean return per seed "
+                f"{', '.join(f'{r:.1f}' for r in returns)} (mean {statistics.fmean(returns):.1f}, min {min(returns):.1f})")
+        if play_threshold is not None:
+            line += f"; {sum(r >= play_threshold for r in returns)}/{n_runs} seeds >= {play_threshold:g}"
+        lines.append(line)
     if threshold is not None:
         reached = [row for row in rows if row["steps_to_threshold"] is not None]
         steps = statistics.median(row["steps_to_threshold"] for row in reached) if reached else None
@@ -290,9 +343,66 @@ def write_csv(path: Path, rows: list[dict]) -> None:
             writer.writerow({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()})
 
 
+def rolling_mean(values: list[float], window: int) -> list[float]:
+    """At each position, the mean of the last `window` values (of all of them, before `window` have come)."""
+    means, total = [], 0.0
+    for i, value in enumerate(values):
+        total += value - (values[i - window] if i >= window else 0.0)
+        means.append(total / min(i + 1, window))
+    return means
+
+
+def plot_curves(args: Args, rows: list[dict]) -> None:
+    """Learning curves of the analysed runs in one PNG: the rolling mean training return against env steps
+    for each seed (thin), their mean and min-max band; beside it the greedy evaluation return when logged."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # draw to a file, no display needed
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    curves, evals = {}, {}
+    for row in rows:
+        scalars, _ = read_scalars(Path(row["run_dir"]))
+        episodes = scalars.get(args.tag, [])
+        if episodes:
+            curves[row["seed"]] = ([e.step for e in episodes], rolling_mean([e.value for e in episodes], args.window))
+        if scalars.get(EVAL_TAG):
+            evals[row["seed"]] = ([e.step for e in scalars[EVAL_TAG]], [e.value for e in scalars[EVAL_TAG]])
+    panels = [("training episodes", curves)] + ([("greedy evaluation", evals)] if evals else [])
+    figure, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.5), squeeze=False)
+    for ax, (title, runs) in zip(axes[0], panels):
+        for seed, (steps, values) in sorted(runs.items()):
+            ax.plot(steps, values, linewidth=0.7, alpha=0.6, label=f"seed {seed}")
+        if len(runs) > 1:  # mean and min-max band over seeds, on the steps all of them cover
+            start = max(steps[0] for steps, _ in runs.values())
+            stop = min(steps[-1] for steps, _ in runs.values())
+            if stop > start:
+                grid = np.linspace(start, stop, 300)
+                stacked = np.array([np.interp(grid, steps, values) for steps, values in runs.values()])
+                ax.fill_between(grid, stacked.min(0), stacked.max(0), color="tab:blue", alpha=0.15, label="min-max")
+                ax.plot(grid, stacked.mean(0), color="tab:blue", linewidth=2, label=f"mean of {len(runs)} seeds")
+        target = args.threshold if runs is curves else args.play_threshold
+        if target is not None:
+            ax.axhline(target, color="gray", linestyle="--", linewidth=1, label=f"target {target:g}")
+        ax.set_xlabel("env steps")
+        ax.set_ylabel(f"return, mean of last {args.window} episodes" if runs is curves else EVAL_TAG)
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    figure.suptitle(f"{Path(args.script).name} on {rows[0]['env_id']}")
+    figure.tight_layout()
+    args.plot.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(args.plot, dpi=100)
+    plt.close(figure)
+
+
 def main(args: Args) -> int:
     if args.window < 1:
         print("--window must be at least 1", file=sys.stderr)
+        return 2
+    if args.play_episodes < 0:
+        print("--play-episodes must not be negative", file=sys.stderr)
         return 2
     rows, failures = [], []
     if args.from_logs:
@@ -303,7 +413,10 @@ def main(args: Args) -> int:
             return 1
         for run_dir in run_dirs:
             try:
-                rows.append(analyse(args, run_dir, start_time=None, end_time=None))
+                row = analyse(args, run_dir, start_time=None, end_time=None)
+                if args.play_episodes:
+                    row.update(play_policy(args, Path(args.script).resolve(), run_dir))
+                rows.append(row)
             except RunFailed as error:
                 failures.append(f"{run_dir}: {error}")
         rows.sort(key=lambda row: (row["env_id"], row["seed"], row["run_dir"]))
@@ -318,6 +431,9 @@ def main(args: Args) -> int:
             try:
                 run_dir, launch, exit_time = run_seed(args, script, seed, log_path)
                 row = analyse(args, run_dir, launch, exit_time)
+                if args.play_episodes:
+                    print(f"{prefix} playing the greedy policy for {args.play_episodes} episodes", flush=True)
+                    row.update(play_policy(args, script, run_dir))
             except RunFailed as error:
                 print(f"{prefix} FAILED: {error}", flush=True)
                 failures.append(f"seed {seed}: {error}")
@@ -330,14 +446,15 @@ def main(args: Args) -> int:
                 reached = f", reached {args.threshold:g} at step {row['steps_to_threshold']}"
             print(
                 f"{prefix} done in {row['wall_seconds']:.1f} s, {row['total_steps']} steps, "
-                f"final return {fmt(row['final_return'], '.1f')}{reached}",
+                f"final return {fmt(row['final_return'], '.1f')}{reached}"
+                + (f", greedy return {row['play_return']:.1f}" if args.play_episodes else ""),
                 flush=True,
             )
 
     print()
-    print(markdown_table(rows, args.threshold))
+    print(markdown_table(rows, args.threshold, args.play_episodes))
     print()
-    for line in summary_lines(rows, len(rows) + len(failures), args.threshold, args.window):
+    for line in summary_lines(rows, len(rows) + len(failures), args.threshold, args.window, args.play_threshold):
         print(line)
     if args.from_logs:
         print("Seconds count from each run's first logged event, not from process launch (start-up not included).")
@@ -346,6 +463,9 @@ def main(args: Args) -> int:
         csv_path = args.csv or REPO_ROOT / "benchmarks" / "results" / f"{Path(args.script).stem}.csv"
         write_csv(csv_path, rows)
         print(f"Rows written to {csv_path}")
+    if rows and args.plot:
+        plot_curves(args, rows)
+        print(f"Learning curves drawn in {args.plot}")
     if failures:
         print(f"{len(failures)} run(s) failed:", file=sys.stderr)
         for failure in failures:

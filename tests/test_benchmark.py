@@ -156,14 +156,24 @@ from tensorboard.compat.proto.summary_pb2 import Summary
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
 parser = argparse.ArgumentParser()
-parser.add_argument("--seed", type=int, required=True)
-parser.add_argument("--exp-name", required=True)
+parser.add_argument("--seed", type=int)
+parser.add_argument("--exp-name")
 parser.add_argument("--total-timesteps", type=int, default=50)
+parser.add_argument("--play")
+parser.add_argument("--episodes", type=int)
 args = parser.parse_args()
+if args.play:  # the greedy policy of seed s returns 100 s on average
+    seed = int(open(args.play).read())
+    if seed == FAIL_PLAY_SEED:
+        raise SystemExit("ppo_fake.py: error: fake unreadable checkpoint")
+    print(f"episode 1/{args.episodes}: return {100.0 * seed:.1f}, length 10")
+    print(f"mean return over {args.episodes} episodes: {100.0 * seed:.1f} +/- 1.5")
+    raise SystemExit(0)
 if args.seed == FAIL_SEED:
     raise RuntimeError("fake crash in the training loop")
 
-writer = EventFileWriter(f"runs/CartPole-v1__{args.exp_name}__{args.seed}__{int(time.time())}")
+run_dir = f"runs/CartPole-v1__{args.exp_name}__{args.seed}__{int(time.time())}"
+writer = EventFileWriter(run_dir)
 
 def add_scalar(tag, value, step):
     summary = Summary(value=[Summary.Value(tag=tag, simple_value=value)])
@@ -174,18 +184,20 @@ for k in range(1, args.total_timesteps // 10 + 1):
     add_scalar("charts/episodic_length", 10.0, 10 * k)
     if k % 5 == 0:
         add_scalar("charts/SPS", 1000.0, 10 * k)
+        add_scalar("eval/mean_return", 20.0 * args.seed * k, 10 * k)
 writer.close()
+open(f"{run_dir}/checkpoint.pt", "w").write(str(args.seed))
 print("training done")
 """
 
 
-def run_benchmark(tmp_path, fail_seed=None):
+def run_benchmark(tmp_path, fail_seed=None, fail_play_seed=None, options=()):
     script = tmp_path / "ppo_fake.py"
-    script.write_text(FAKE_SCRIPT.replace("FAIL_SEED", str(fail_seed)))
+    script.write_text(FAKE_SCRIPT.replace("FAIL_SEED", str(fail_seed)).replace("FAIL_PLAY_SEED", str(fail_play_seed)))
     command = [
         sys.executable, str(BENCHMARK), "--script", str(script), "--seeds", "1", "2",
         "--threshold", "100", "--window", "2", "--workdir", str(tmp_path), "--csv", str(tmp_path / "out.csv"),
-        "--", "--total-timesteps", "100",
+        *options, "--", "--total-timesteps", "100",
     ]  # fmt: skip
     return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60)
 
@@ -233,6 +245,44 @@ def test_failing_script_is_reported_and_other_seeds_still_run(tmp_path):
     assert "| 1 | no | - | - | - | 95.0 | 100 |" in result.stdout
     assert "0/2 seeds reached >= 100" in result.stdout
     assert [row["seed"] for row in csv.DictReader(open(tmp_path / "out.csv"))] == ["1"]
+
+
+def test_play_episodes_and_plot(tmp_path):
+    plot = tmp_path / "curves" / "fake.png"
+    options = ["--play-episodes", "7", "--play-threshold", "150", "--plot", str(plot)]
+    result = run_benchmark(tmp_path, options=options)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    # each seed's checkpoint was played for 7 episodes: seed s's greedy policy returns 100 s
+    assert "greedy return (7 episodes) |" in out
+    assert "| 100.0 +/- 1.5 |" in out and "| 200.0 +/- 1.5 |" in out
+    assert "greedy policy over 7 episodes: mean return per seed 100.0, 200.0 (mean 150.0, min 100.0); " \
+           "1/2 seeds >= 150" in out
+    rows = list(csv.DictReader(open(tmp_path / "out.csv")))
+    assert [(row["play_episodes"], row["play_return"], row["play_return_std"]) for row in rows] == [
+        ("7", "100.0", "1.5"), ("7", "200.0", "1.5")]
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and plot.stat().st_size > 10_000
+
+    # the same from the logs, without running anything but --play
+    again = subprocess.run(
+        [sys.executable, str(BENCHMARK), "--script", str(tmp_path / "ppo_fake.py"), "--workdir", str(tmp_path),
+         "--from-logs", "runs/*__bench__*", "--play-episodes", "3", "--csv", str(tmp_path / "again.csv")],
+        capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0, again.stderr
+    assert "greedy policy over 3 episodes: mean return per seed 100.0, 200.0" in again.stdout
+
+
+def test_a_failing_play_fails_its_seed(tmp_path):
+    result = run_benchmark(tmp_path, fail_play_seed=2, options=["--play-episodes", "5"])
+    assert result.returncode == 1
+    failure = [line for line in result.stderr.splitlines() if "seed 2" in line]
+    assert len(failure) == 1 and "--play" in failure[0] and "fake unreadable checkpoint" in failure[0]
+    assert [row["seed"] for row in csv.DictReader(open(tmp_path / "out.csv"))] == ["1"]
+
+
+def test_rolling_mean():
+    assert benchmark.rolling_mean([2.0, 4.0, 6.0, 8.0], 2) == [2.0, 3.0, 5.0, 7.0]
+    assert benchmark.rolling_mean([], 3) == []
 
 
 def test_script_that_writes_no_logs_fails(tmp_path):
