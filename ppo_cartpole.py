@@ -465,6 +465,8 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
 
                 optimizer.zero_grad()
                 loss.backward()
+                # Global grad-norm clipping: one norm over all parameters together, rescaled to at most
+                # max_grad_norm, so one bad minibatch cannot make a huge step ([37] detail 11).
                 nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
                 optimizer.step()
 
@@ -509,6 +511,7 @@ def main() -> None:
     if args.resume or args.play:
         args, ckpt = args_from_checkpoint(args)
     check_args(args)
+    make_env(args).close()  # an unusable --env-id fails here, before a run folder is made for it
     if args.resume and ckpt["global_step"] + args.num_steps > args.total_timesteps:
         fail(f"{args.resume} has already trained {ckpt['global_step']} steps; "
              f"give a larger --total-timesteps to train longer")

@@ -217,6 +217,7 @@ def expect_usage_error(capsys, monkeypatch, argv, *fragments):
 def test_bad_arguments(argv, fragment, capsys, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     expect_usage_error(capsys, monkeypatch, argv, fragment)
+    assert not (tmp_path / "runs").exists(), "a refused run must not leave a run folder behind"
 
 
 def test_bad_checkpoints(capsys, monkeypatch, tmp_path):
