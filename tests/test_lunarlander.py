@@ -1,0 +1,329 @@
+"""ppo_lunarlander_vec.py: vector-env autoreset and truncation through the rollout and GAE, checked by hand;
+the clipped value loss; the script end to end from its command line, sync and async."""
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+
+import ppo_cartpole
+import ppo_lunarlander_vec as ppo
+from conftest import CLEANRL_TAGS, ROOT, run_dirs, run_script, scalars
+
+SCRIPT = "ppo_lunarlander_vec.py"
+# A tiny configuration: 4 envs x 64 steps = 256 samples per update (a random lander's episode lasts about 100
+# steps, so some end), 2 updates, an evaluation and a checkpoint after each.
+TINY = ["--total-timesteps", "512", "--num-envs", "4", "--num-steps", "64", "--minibatch-size", "128",
+        "--update-epochs", "2", "--checkpoint-every", "1", "--eval-every", "1", "--eval-episodes", "1"]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Autoreset and truncation: a tiny env with known episode ends, through collect_rollout and compute_gae
+# ---------------------------------------------------------------------------------------------------------
+class CountingEnv(gym.Env):
+    """Observation [k, 0, 0]: k counts the steps taken in the current episode (0 after reset). Reward 1 per
+    step, whatever the action. An env first reset with an even seed TERMINATES after 3 steps; one reset with
+    an odd seed is TRUNCATED after 2 (as a time limit would). In the vector env, env i is seeded seed + i."""
+
+    observation_space = gym.spaces.Box(-np.inf, np.inf, (3,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, render_mode=None):
+        self.render_mode = render_mode
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        if seed is not None:
+            self.terminates = seed % 2 == 0
+        self.k = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self.k += 1
+        terminated = self.terminates and self.k == 3
+        truncated = not self.terminates and self.k == 2
+        return self._obs(), 1.0, terminated, truncated, {}
+
+    def _obs(self):
+        return np.array([self.k, 0.0, 0.0], dtype=np.float32)
+
+
+gym.register("CountingTest-v0", entry_point=CountingEnv)
+
+
+class StubAgent(nn.Module):
+    """V(obs) = k, the step counter; always action 1 with log-prob -0.5. Enough to check the bookkeeping."""
+
+    def __init__(self):
+        super().__init__()
+        self.unused = nn.Parameter(torch.zeros(1))  # collect_rollout reads the device from the parameters
+
+    def get_value(self, x):
+        return x[..., 0]
+
+    def get_action_and_value(self, x, action=None, greedy=False):
+        n = x.shape[0]
+        return torch.ones(n, dtype=torch.int64), torch.full((n,), -0.5), torch.zeros(n), self.get_value(x)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_autoreset_and_truncation_through_rollout_and_gae(mode):
+    args = ppo.Args(env_id="CountingTest-v0", num_envs=2, num_steps=5, seed=0, vectorization_mode=mode)
+    envs = ppo.make_envs(args)
+    next_obs, _ = envs.reset(seed=args.seed)  # env 0: seed 0, terminates after 3 steps; env 1: truncated after 2
+    rollout = ppo.Rollout(args.num_steps, args.num_envs, (3,))
+    next_obs, last_value, episodes = ppo.collect_rollout(envs, StubAgent(), next_obs, rollout)
+    envs.close()
+
+    # Every stored row is a real transition: the step counter of the observation it acted on, reward 1.
+    # (With gymnasium's default NEXT_STEP autoreset, the step after an episode end would be a reset with
+    # reward 0, and the obs rows would hold the final observations k=3 / k=2: neither may appear here.)
+    np.testing.assert_array_equal(rollout.obs[:, :, 0], [[0, 0], [1, 1], [2, 0], [0, 1], [1, 0]])
+    np.testing.assert_array_equal(rollout.rewards, np.ones((5, 2)))
+    np.testing.assert_array_equal(rollout.dones, [[0, 0], [0, 1], [1, 0], [0, 1], [0, 0]])
+    np.testing.assert_array_equal(rollout.actions, np.ones((5, 2)))
+    np.testing.assert_array_equal(rollout.logprobs, np.full((5, 2), -0.5))
+    np.testing.assert_array_equal(rollout.values, rollout.obs[:, :, 0])  # V = k
+    # V(s_{t+1}) at episode ends: 0 where env 0 terminated (t=2); V(final obs k=2) = 2 where env 1 was truncated.
+    np.testing.assert_array_equal(rollout.final_values, [[0, 0], [0, 2], [0, 0], [0, 2], [0, 0]])
+    # The rollout continues from k=2 (env 0) and k=1 (env 1): last_value = V of those.
+    np.testing.assert_array_equal(next_obs[:, 0], [2, 1])
+    np.testing.assert_array_equal(last_value, [2, 1])
+    # Episodes (step, return, length): env 0 ended at t=2 after 3 steps, env 1 at t=1 and t=3 after 2.
+    assert sorted(episodes) == [(1, 2.0, 2), (2, 3.0, 3), (3, 2.0, 2)]
+
+    gamma, lam = 0.5, 0.5  # gamma * lambda = 0.25
+    advantages = ppo.compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.final_values, last_value,
+                                 gamma, lam)
+    # By hand, delta_t = 1 + 0.5 V(s_{t+1}) - V(s_t), A_t = delta_t + 0.25 A_{t+1} unless step t ended an episode.
+    # env 0: V = [0, 1, 2, 0, 1], next V = [1, 2, 0 (terminated), 1, 2 (last_value)]
+    #   delta = [1.5, 1.0, -1.0, 1.5, 1.0]
+    #   A4 = 1.0, A3 = 1.5 + 0.25 * 1.0 = 1.75, A2 = -1.0 (end), A1 = 1.0 - 0.25 = 0.75, A0 = 1.5 + 0.1875 = 1.6875
+    # env 1: V = [0, 1, 0, 1, 0], next V = [1, 2 (V(final obs)), 1, 2 (V(final obs)), 1 (last_value)]
+    #   delta = [1.5, 1.0, 1.5, 1.0, 1.5]
+    #   A4 = 1.5, A3 = 1.0 (end), A2 = 1.5 + 0.25 = 1.75, A1 = 1.0 (end), A0 = 1.5 + 0.25 = 1.75
+    expected = np.array([[1.6875, 1.75], [0.75, 1.0], [-1.0, 1.75], [1.75, 1.0], [1.0, 1.5]])
+    np.testing.assert_allclose(advantages, expected, rtol=1e-6)
+    # The value targets V^targ = A + V: at the terminal step just the reward, at truncation r + gamma V(final).
+    np.testing.assert_allclose((advantages + rollout.values)[2, 0], 1.0)
+    np.testing.assert_allclose((advantages + rollout.values)[1, 1], 1.0 + 0.5 * 2)
+
+
+def test_vectorized_gae_equals_single_env_gae_per_column():
+    rng = np.random.default_rng(0)
+    T, N = 64, 6
+    rewards, values, final_values = (rng.normal(size=(T, N)).astype(np.float32) for _ in range(3))
+    dones = (rng.random((T, N)) < 0.1).astype(np.float32)
+    last_value = rng.normal(size=N).astype(np.float32)
+    vectorized = ppo.compute_gae(rewards, values, dones, final_values, last_value, 0.99, 0.95)
+    assert vectorized.shape == (T, N) and dones.sum() > 0
+    for i in range(N):
+        single = ppo_cartpole.compute_gae(rewards[:, i], values[:, i], dones[:, i], final_values[:, i],
+                                          last_value[i], 0.99, 0.95)
+        np.testing.assert_allclose(vectorized[:, i], single, rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The clipped value loss
+# ---------------------------------------------------------------------------------------------------------
+def test_clipped_value_loss_by_hand():
+    old = torch.tensor([0.0, 0.0, 0.0, 0.0])
+    new = torch.tensor([1.0, 5.0, -5.0, 5.0], requires_grad=True)
+    target = torch.tensor([3.0, 3.0, -10.0, 10.0])
+    loss = ppo.clipped_value_loss(new, old, target, vf_clip_coef=2.0)
+    # V_clip = old + clip(new - old, -2, 2) = [1, 2, -2, 2]
+    # (new - target)^2     = [4, 4, 25, 25];  (V_clip - target)^2 = [4, 1, 64, 64]
+    # max = [4, 4, 64, 64]: samples 2 and 3 moved V past the clip range, toward the target, and get no credit:
+    # their loss is the clipped one, whose gradient with respect to new is 0.
+    assert loss.item() == pytest.approx(0.5 * (4 + 4 + 64 + 64) / 4)
+    loss.backward()
+    # d/dnew of 0.5 * (new - target)^2 / 4 = (new - target) / 4 where the unclipped term is the max.
+    np.testing.assert_allclose(new.grad.numpy(), [(1 - 3) / 4, (5 - 3) / 4, 0.0, 0.0])
+
+
+def test_agent_networks_share_nothing_and_init_as_documented():
+    torch.manual_seed(0)
+    agent = ppo.Agent(gym.make("LunarLander-v3"), hidden_size=64)
+    actor_params = {id(p) for p in agent.actor.parameters()}
+    assert not actor_params & {id(p) for p in agent.critic.parameters()}
+    for net, head_gain in ((agent.actor, 0.01), (agent.critic, 1.0)):
+        linears = [m for m in net if isinstance(m, nn.Linear)]
+        assert [tuple(m.weight.shape) for m in linears][:2] == [(64, 8), (64, 64)]
+        for layer, gain in zip(linears, (np.sqrt(2), np.sqrt(2), head_gain)):
+            assert torch.all(layer.bias == 0)
+            # An orthogonal matrix with gain g has every singular value equal to g.
+            np.testing.assert_allclose(torch.linalg.svdvals(layer.weight).detach().numpy(), gain, rtol=1e-4)
+    # The policy head's small gain starts pi near uniform over the 4 actions.
+    _, logprob, entropy, _ = agent.get_action_and_value(torch.randn(32, 8))
+    assert entropy.min().item() > 0.99 * np.log(4)
+
+
+def test_evaluation_is_greedy_and_repeatable():
+    args = ppo.Args(seed=5)
+    torch.manual_seed(0)
+    agent = ppo.Agent(ppo.make_env(args), args.hidden_size)
+    first, first_lengths = ppo.evaluate(args, agent, 3)
+    second, second_lengths = ppo.evaluate(args, agent, 3)
+    # Episode i starts from seed + i and the policy takes the argmax: the same episodes every time.
+    assert first == second and first_lengths == second_lengths
+    assert len(set(first)) == 3, "the three episodes should start differently"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# End to end from the command line
+# ---------------------------------------------------------------------------------------------------------
+def train_tiny(tmp_path, *extra):
+    result = run_script(SCRIPT, *TINY, *extra, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_train_resume_play(mode, tmp_path):
+    train_tiny(tmp_path, "--vectorization-mode", mode, "--capture-video")
+    (run_dir,) = run_dirs(tmp_path)
+    checkpoint = run_dir / "checkpoint.pt"
+    ckpt = torch.load(checkpoint, weights_only=True)
+    assert ckpt["global_step"] == 512 and ckpt["iteration"] == 2
+    assert ckpt["args"]["vectorization_mode"] == mode and ckpt["args"]["env_id"] == "LunarLander-v3"
+    logged = scalars(run_dir)
+    assert CLEANRL_TAGS | {"eval/mean_return", "eval/mean_length", "losses/update_epochs"} <= set(logged)
+    assert [step for step, _ in logged["charts/SPS"]] == [256, 512]
+    assert [step for step, _ in logged["eval/mean_return"]] == [256, 512]
+    assert not list(run_dir.glob("*.tmp")), "the atomic write left its temporary file behind"
+    for step in (256, 512):  # the evaluation episode of each update, recorded
+        videos = list((run_dir / "videos" / f"eval-{step}").glob("*.mp4"))
+        assert len(videos) == 1 and videos[0].stat().st_size > 0
+
+    # --resume continues the same run, with the flags it trained with (4 envs x 64 steps), in the same folder.
+    result = run_script(SCRIPT, "--resume", str(checkpoint), "--total-timesteps", "1024", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert run_dirs(tmp_path) == [run_dir]
+    assert torch.load(checkpoint, weights_only=True)["global_step"] == 1024
+    assert [step for step, _ in scalars(run_dir)["charts/SPS"]] == [256, 512, 768, 1024]
+
+    result = run_script(SCRIPT, "--play", str(checkpoint), "--episodes", "2", "--capture-video", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines[:2]] == ["episode 1/2", "episode 2/2"]
+    assert any(line.startswith("mean return over 2 episodes:") for line in lines)
+    videos = list((run_dir / "videos").glob("play-*/*.mp4"))
+    assert len(videos) == 2 and all(v.stat().st_size > 0 for v in videos)
+
+
+def test_sync_and_async_give_the_same_run_and_the_seed_matters(tmp_path):
+    runs = {}
+    for name, extra in (("s", ["--vectorization-mode", "sync"]), ("a", ["--vectorization-mode", "async"]),
+                        ("s2", ["--vectorization-mode", "sync"]), ("other", ["--seed", "2"])):
+        train_tiny(tmp_path, "--exp-name", name, "--eval-every", "0", *extra)
+        runs[name] = scalars(next(d for d in run_dirs(tmp_path) if f"__{name}__" in d.name))
+    # The same seed: the same envs, the same actions, the same losses, whether the envs run here or in workers.
+    for tag in ("losses/value_loss", "losses/policy_loss", "losses/entropy", "charts/episodic_return"):
+        assert runs["s"][tag] == runs["a"][tag] == runs["s2"][tag], tag
+    assert runs["other"]["losses/value_loss"] != runs["s"]["losses/value_loss"], "the seed changes nothing?"
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_ctrl_c_saves_a_checkpoint_and_exits(mode, tmp_path):
+    # A new session, so that Ctrl-C can be sent the way a terminal sends it: to the whole process group,
+    # async workers included (they must leave it to the trainer).
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / SCRIPT), "--vectorization-mode", mode, "--num-envs", "4",
+         "--checkpoint-every", "0", "--eval-every", "0"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    )
+    progress, deadline = b"", time.time() + 120
+    while b"SPS" not in progress and time.time() < deadline and process.poll() is None:
+        if select.select([process.stderr], [], [], 1.0)[0]:
+            progress += os.read(process.stderr.fileno(), 65536)
+    os.killpg(process.pid, signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    stdout, stderr = stdout.decode(), (progress + stderr).decode()
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr, stderr
+    assert "Ctrl-C: saving a checkpoint after this update" in stdout
+    (run_dir,) = run_dirs(tmp_path)
+    ckpt = torch.load(run_dir / "checkpoint.pt", weights_only=True)
+    assert 0 < ckpt["global_step"] < 1_000_000 and ckpt["global_step"] % (4 * 128) == 0
+    assert f"checkpoint: runs/{run_dir.name}/checkpoint.pt (step {ckpt['global_step']})" in stdout
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Bad input: one clear line on stderr, exit code 2, no traceback
+# ---------------------------------------------------------------------------------------------------------
+def expect_usage_error(capsys, monkeypatch, argv, *fragments):
+    """Run main() with `argv` as the command line (in-process: no 3-second torch import per case)."""
+    monkeypatch.setattr(sys, "argv", [SCRIPT, *argv])
+    with pytest.raises(SystemExit) as exit_info:
+        ppo.main()
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith(f"{SCRIPT}: error:"), err
+    for fragment in fragments:
+        assert fragment in err, err
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["--env-id", "NoSuchEnv-v0"], "cannot make --env-id 'NoSuchEnv-v0'"),
+        (["--env-id", "Pendulum-v1"], "Box action space; this script needs Discrete"),
+        (["--env-id", "FrozenLake-v1"], "needs a flat Box"),
+        (["--num-envs", "0"], "--num-envs must be positive"),
+        (["--num-envs", "4", "--num-steps", "16", "--minibatch-size", "128"], "larger than the rollout"),
+        (["--num-envs", "3", "--num-steps", "16", "--minibatch-size", "32"], "must be a multiple of --minibatch-size"),
+        (["--total-timesteps", "1000"], "less than one rollout"),
+        (["--gae-lambda", "-0.1"], "--gae-lambda must be in [0, 1]"),
+        (["--vf-clip-coef", "0"], "--vf-clip-coef must be positive"),
+        (["--target-kl", "0"], "--target-kl must be positive"),
+        (["--eval-every", "-1"], "--eval-every must not be negative"),
+        (["--eval-episodes", "0"], "--eval-episodes must be positive"),
+        (["--resume", "missing.pt"], "no checkpoint at missing.pt"),
+    ],
+)
+def test_bad_arguments(argv, fragment, capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    expect_usage_error(capsys, monkeypatch, argv, fragment)
+    assert not (tmp_path / "runs").exists(), "a refused run must not leave a run folder behind"
+
+
+def test_unknown_vectorization_mode_is_a_usage_error(tmp_path):
+    result = run_script(SCRIPT, "--vectorization-mode", "threads", cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "threads" in result.stderr
+
+
+def test_bad_checkpoints(capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    corrupt = tmp_path / "corrupt.pt"
+    corrupt.write_bytes(os.urandom(1000))
+    expect_usage_error(capsys, monkeypatch, ["--play", str(corrupt)], "is not a readable checkpoint")
+    foreign = tmp_path / "foreign.pt"
+    torch.save({"weights": torch.zeros(3)}, foreign)
+    expect_usage_error(capsys, monkeypatch, ["--resume", str(foreign)], "is not a checkpoint of this library")
+
+    # A CartPole checkpoint: a checkpoint of this library, but not of this script.
+    cartpole_args = ppo_cartpole.Args()
+    cartpole_agent = ppo_cartpole.Agent(ppo_cartpole.make_env(cartpole_args), cartpole_args.hidden_size)
+    cartpole = tmp_path / "cartpole.pt"
+    ppo_cartpole.save_checkpoint(str(cartpole), cartpole_args, cartpole_agent,
+                                 torch.optim.Adam(cartpole_agent.parameters()), 0, 0)
+    expect_usage_error(capsys, monkeypatch, ["--play", str(cartpole)], "was written by ppo_cartpole.py")
+
+    args = ppo.Args()
+    agent = ppo.Agent(ppo.make_env(args), args.hidden_size)
+    real = tmp_path / "real.pt"
+    ppo.save_checkpoint(str(real), args, agent, torch.optim.Adam(agent.parameters()), 0, 0)
+    expect_usage_error(capsys, monkeypatch, ["--play", str(real), "--env-id", "CartPole-v1"],
+                       "holds a policy for LunarLander-v3, not for --env-id CartPole-v1")
+    expect_usage_error(capsys, monkeypatch, ["--play", str(real), "--hidden-size", "32"], "does not fit")
+    ppo.save_checkpoint(str(real), args, agent, torch.optim.Adam(agent.parameters()), args.total_timesteps, 488)
+    expect_usage_error(capsys, monkeypatch, ["--resume", str(real)], "give a larger --total-timesteps")
