@@ -357,7 +357,8 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
 
     env = make_env(args, os.path.join(run_dir, "videos") if args.capture_video else None)
     agent = Agent(env, args.hidden_size).to(device)
-    # eps 1e-5 instead of Adam's default 1e-8, as in the reference implementations ([37] detail 3).
+    # eps 1e-5 instead of Adam's default 1e-8, as in the reference implementations ([37] detail 3): it bounds
+    # the step lr * m / (sqrt(v) + eps) where a gradient has been near zero, so such a weight cannot jump.
     # foreach: update all parameter tensors in a few batched operations instead of a Python loop over them.
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, foreach=True)
     global_step, start_iteration = 0, 1

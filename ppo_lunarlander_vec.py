@@ -23,7 +23,7 @@ Deliberately left out, and the script that has each:
     - pixels, a CNN, torch.distributed                         -> ppo_breakout_atari.py
 
 Usage
-    python ppo_lunarlander_vec.py                             # train: 1M steps, about 3 minutes on 2 CPUs
+    python ppo_lunarlander_vec.py                             # train: 1M steps, 2-3 minutes on 2 CPUs
     python ppo_lunarlander_vec.py --vectorization-mode async --num-envs 8
     python ppo_lunarlander_vec.py --resume runs/<run>/checkpoint.pt --total-timesteps 2000000
     python ppo_lunarlander_vec.py --play runs/<run>/checkpoint.pt --episodes 100 --capture-video
@@ -491,7 +491,8 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
 
     agent = Agent(make_env(args), args.hidden_size).to(device)
     envs = make_envs(args)
-    # eps 1e-5 instead of Adam's default 1e-8, as in the reference implementations ([37] detail 3).
+    # eps 1e-5 instead of Adam's default 1e-8, as in the reference implementations ([37] detail 3): it bounds
+    # the step lr * m / (sqrt(v) + eps) where a gradient has been near zero, so such a weight cannot jump.
     # foreach: update all parameter tensors in a few batched operations instead of a Python loop over them.
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, foreach=True)
     global_step, start_iteration = 0, 1

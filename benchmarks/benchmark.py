@@ -20,9 +20,10 @@ min-max band, and (when the script logs it) the greedy evaluation return `eval/m
 
 Timing: seconds are counted from just before the process is launched, so Python start-up, imports and env
 construction count: that is what a user waits for. "Training seconds" count from the run's first TensorBoard
-event (the script opening its SummaryWriter) instead: the training loop's own clock. With --from-logs there is no launch time, so seconds count
-from the first event of the run's event files (when the script opened its SummaryWriter) and the run ends at
-its last logged scalar; the table and the CSV's `timed_from` column say which clock was used.
+event (the script opening its SummaryWriter) instead: the training loop's own clock. With --from-logs there
+is no launch time, so seconds count from the first event of the run's event files (when the script opened
+its SummaryWriter) and the run ends at its last logged scalar; the table and the CSV's `timed_from` column
+say which clock was used.
 
 Usage:
     python benchmarks/benchmark.py --script ppo_cartpole.py --seeds 1 2 3 4 5 --threshold 475 \
@@ -308,8 +309,9 @@ def summary_lines(
     played = [row for row in rows if row["play_return"] is not None]
     if played:
         returns = [row["play_return"] for row in played]
-        line = (f"greedy policy over {played[0]['play_episodes']} episodes: mean return per seed "
-                f"{', '.join(f'{r:.1f}' for r in returns)} (mean {statistics.fmean(returns):.1f}, min {min(returns):.1f})")
+        per_seed = ", ".join(f"{r:.1f}" for r in returns)
+        line = (f"greedy policy over {played[0]['play_episodes']} episodes: mean return per seed {per_seed} "
+                f"(mean {statistics.fmean(returns):.1f}, min {min(returns):.1f})")
         if play_threshold is not None:
             line += f"; {sum(r >= play_threshold for r in returns)}/{n_runs} seeds >= {play_threshold:g}"
         lines.append(line)
@@ -386,7 +388,8 @@ def plot_curves(args: Args, rows: list[dict]) -> None:
         if target is not None:
             ax.axhline(target, color="gray", linestyle="--", linewidth=1, label=f"target {target:g}")
         ax.set_xlabel("env steps")
-        ax.set_ylabel(f"return, mean of last {args.window} episodes" if runs is curves else EVAL_TAG)
+        ax.set_ylabel(f"return, mean of last {args.window} episodes" if runs is curves
+                      else f"greedy policy's mean return ({EVAL_TAG})")
         ax.set_title(title)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)

@@ -222,13 +222,25 @@ def test_train_resume_play(mode, tmp_path):
 def test_sync_and_async_give_the_same_run_and_the_seed_matters(tmp_path):
     runs = {}
     for name, extra in (("s", ["--vectorization-mode", "sync"]), ("a", ["--vectorization-mode", "async"]),
-                        ("s2", ["--vectorization-mode", "sync"]), ("other", ["--seed", "2"])):
+                        ("s2", ["--vectorization-mode", "sync"]), ("e", ["--eval-every", "1"]),
+                        ("other", ["--seed", "2"])):
         train_tiny(tmp_path, "--exp-name", name, "--eval-every", "0", *extra)
         runs[name] = scalars(next(d for d in run_dirs(tmp_path) if f"__{name}__" in d.name))
-    # The same seed: the same envs, the same actions, the same losses, whether the envs run here or in workers.
+    # The same seed: the same envs, the same actions, the same losses, whether the envs run here or in workers,
+    # and whether or not the greedy policy is evaluated in between (evaluation draws no random numbers).
+    assert "eval/mean_return" in runs["e"] and "eval/mean_return" not in runs["s"]
     for tag in ("losses/value_loss", "losses/policy_loss", "losses/entropy", "charts/episodic_return"):
-        assert runs["s"][tag] == runs["a"][tag] == runs["s2"][tag], tag
+        assert runs["s"][tag] == runs["a"][tag] == runs["s2"][tag] == runs["e"][tag], tag
     assert runs["other"]["losses/value_loss"] != runs["s"]["losses/value_loss"], "the seed changes nothing?"
+
+
+def test_target_kl_stops_the_epochs_early(tmp_path):
+    train_tiny(tmp_path, "--exp-name", "full", "--update-epochs", "4")
+    train_tiny(tmp_path, "--exp-name", "kl", "--update-epochs", "4", "--target-kl", "1e-9")
+    full, kl = (scalars(next(d for d in run_dirs(tmp_path) if f"__{name}__" in d.name)) for name in ("full", "kl"))
+    assert [epochs for _, epochs in full["losses/update_epochs"]] == [4, 4]
+    # Any step at all moves pi further than 1e-9 from pi_old: every update stops after its first epoch.
+    assert [epochs for _, epochs in kl["losses/update_epochs"]] == [1, 1]
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
