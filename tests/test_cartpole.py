@@ -1,18 +1,13 @@
 """ppo_cartpole.py: the math against hand-computed values, and the script end to end from its command line."""
 
 import os
-import select
-import signal
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
 import torch
 
 import ppo_cartpole as ppo
-from conftest import CLEANRL_TAGS, ROOT, run_dirs, run_script, scalars
+from conftest import CLEANRL_TAGS, ctrl_c_after_first_update, expect_usage_error, run_dirs, run_script, scalars
 
 SCRIPT = "ppo_cartpole.py"
 # A tiny configuration: 4 updates of 128 steps, a checkpoint after each.
@@ -162,42 +157,20 @@ def test_same_seed_same_losses(tmp_path):
 
 
 def test_ctrl_c_saves_a_checkpoint_and_exits(tmp_path):
-    process = subprocess.Popen(
-        [sys.executable, str(ROOT / SCRIPT), "--total-timesteps", "1000000", "--checkpoint-every", "0"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )
-    # Wait until the progress bar (stderr) shows a finished update: the training loop is running.
-    progress, deadline = b"", time.time() + 120
-    while b"SPS" not in progress and time.time() < deadline and process.poll() is None:
-        if select.select([process.stderr], [], [], 1.0)[0]:
-            progress += os.read(process.stderr.fileno(), 65536)
-    process.send_signal(signal.SIGINT)
-    stdout, stderr = process.communicate(timeout=60)
-    stdout, stderr = stdout.decode(), (progress + stderr).decode()
-    assert process.returncode == 130, stderr
-    assert "Traceback" not in stderr
-    assert "Ctrl-C: saving a checkpoint after this update" in stdout
+    result = ctrl_c_after_first_update(SCRIPT, "--total-timesteps", "1000000", "--checkpoint-every", "0",
+                                       cwd=tmp_path)
+    assert result.returncode == 130, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "Ctrl-C: saving a checkpoint after this update" in result.stdout
     (run_dir,) = run_dirs(tmp_path)
     ckpt = torch.load(run_dir / "checkpoint.pt", weights_only=True)
     assert 0 < ckpt["global_step"] < 1_000_000 and ckpt["global_step"] % 256 == 0
-    assert f"checkpoint: runs/{run_dir.name}/checkpoint.pt (step {ckpt['global_step']})" in stdout
+    assert f"checkpoint: runs/{run_dir.name}/checkpoint.pt (step {ckpt['global_step']})" in result.stdout
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Bad input: one clear line on stderr, exit code 2, no traceback
 # ---------------------------------------------------------------------------------------------------------
-def expect_usage_error(capsys, monkeypatch, argv, *fragments):
-    """Run main() with `argv` as the command line (in-process: no 3-second torch import per case)."""
-    monkeypatch.setattr(sys, "argv", [SCRIPT, *argv])
-    with pytest.raises(SystemExit) as exit_info:
-        ppo.main()
-    assert exit_info.value.code == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and err.startswith(f"{SCRIPT}: error:"), err
-    for fragment in fragments:
-        assert fragment in err, err
-
-
 @pytest.mark.parametrize(
     "argv, fragment",
     [
@@ -216,7 +189,7 @@ def expect_usage_error(capsys, monkeypatch, argv, *fragments):
 )
 def test_bad_arguments(argv, fragment, capsys, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
-    expect_usage_error(capsys, monkeypatch, argv, fragment)
+    expect_usage_error(ppo, capsys, monkeypatch, argv, fragment)
     assert not (tmp_path / "runs").exists(), "a refused run must not leave a run folder behind"
 
 
@@ -224,14 +197,14 @@ def test_bad_checkpoints(capsys, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     corrupt = tmp_path / "corrupt.pt"
     corrupt.write_bytes(os.urandom(1000))
-    expect_usage_error(capsys, monkeypatch, ["--play", str(corrupt)], "is not a readable checkpoint")
+    expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(corrupt)], "is not a readable checkpoint")
     foreign = tmp_path / "foreign.pt"
     torch.save({"weights": torch.zeros(3)}, foreign)
-    expect_usage_error(capsys, monkeypatch, ["--resume", str(foreign)], "is not a checkpoint of this library")
+    expect_usage_error(ppo, capsys, monkeypatch, ["--resume", str(foreign)], "is not a checkpoint of this library")
     # A pickled object that weights_only=True refuses to load (it could run code): refused, not executed.
     unsafe = tmp_path / "unsafe.pt"
     torch.save({"script": SCRIPT, "agent": {}, "args": {}, "obj": ppo.Args()}, unsafe)
-    expect_usage_error(capsys, monkeypatch, ["--play", str(unsafe)], "is not a readable checkpoint")
+    expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(unsafe)], "is not a readable checkpoint")
 
     # A real checkpoint, then the same one claiming another script, and played on another env.
     args = ppo.Args()
@@ -239,17 +212,18 @@ def test_bad_checkpoints(capsys, monkeypatch, tmp_path):
     agent = ppo.Agent(env, args.hidden_size)
     real = tmp_path / "real.pt"
     ppo.save_checkpoint(str(real), args, agent, torch.optim.Adam(agent.parameters()), 0, 0)
-    expect_usage_error(capsys, monkeypatch, ["--play", str(real), "--env-id", "Acrobot-v1"],
+    expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(real), "--env-id", "Acrobot-v1"],
                        "holds a policy for CartPole-v1, not for --env-id Acrobot-v1")
-    expect_usage_error(capsys, monkeypatch, ["--play", str(real), "--hidden-size", "8"], "does not fit")
-    expect_usage_error(capsys, monkeypatch, ["--play", str(real), "--resume", str(real)], "either --resume or --play")
+    expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(real), "--hidden-size", "8"], "does not fit")
+    expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(real), "--resume", str(real)],
+                       "either --resume or --play")
     # Resuming a run that has already done its --total-timesteps: nothing to do, and it says how to go on.
     ppo.save_checkpoint(str(real), args, agent, torch.optim.Adam(agent.parameters()), args.total_timesteps, 390)
-    expect_usage_error(capsys, monkeypatch, ["--resume", str(real)], "give a larger --total-timesteps")
+    expect_usage_error(ppo, capsys, monkeypatch, ["--resume", str(real)], "give a larger --total-timesteps")
     ckpt = torch.load(real, weights_only=True)
     ckpt["script"] = "ppo_lunarlander_vec.py"
     torch.save(ckpt, real)
-    expect_usage_error(capsys, monkeypatch, ["--play", str(real)], "was written by ppo_lunarlander_vec.py")
+    expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(real)], "was written by ppo_lunarlander_vec.py")
 
 
 def test_bad_input_from_the_real_command_line(tmp_path):

@@ -2,11 +2,6 @@
 the clipped value loss; the script end to end from its command line, sync and async."""
 
 import os
-import select
-import signal
-import subprocess
-import sys
-import time
 
 import gymnasium as gym
 import numpy as np
@@ -16,7 +11,7 @@ import torch.nn as nn
 
 import ppo_cartpole
 import ppo_lunarlander_vec as ppo
-from conftest import CLEANRL_TAGS, ROOT, run_dirs, run_script, scalars
+from conftest import CLEANRL_TAGS, ctrl_c_after_first_update, expect_usage_error, run_dirs, run_script, scalars
 
 SCRIPT = "ppo_lunarlander_vec.py"
 # A tiny configuration: 4 envs x 64 steps = 256 samples per update (a random lander's episode lasts about 100
@@ -245,44 +240,21 @@ def test_target_kl_stops_the_epochs_early(tmp_path):
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_ctrl_c_saves_a_checkpoint_and_exits(mode, tmp_path):
-    # A new session, so that Ctrl-C can be sent the way a terminal sends it: to the whole process group,
-    # async workers included (they must leave it to the trainer).
-    process = subprocess.Popen(
-        [sys.executable, str(ROOT / SCRIPT), "--vectorization-mode", mode, "--num-envs", "4",
-         "--checkpoint-every", "0", "--eval-every", "0"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-    )
-    progress, deadline = b"", time.time() + 120
-    while b"SPS" not in progress and time.time() < deadline and process.poll() is None:
-        if select.select([process.stderr], [], [], 1.0)[0]:
-            progress += os.read(process.stderr.fileno(), 65536)
-    os.killpg(process.pid, signal.SIGINT)
-    stdout, stderr = process.communicate(timeout=60)
-    stdout, stderr = stdout.decode(), (progress + stderr).decode()
-    assert process.returncode == 130, stderr
-    assert "Traceback" not in stderr, stderr
-    assert "Ctrl-C: saving a checkpoint after this update" in stdout
+    # Ctrl-C reaches the async workers too, as it does from a terminal: they must leave it to the trainer.
+    result = ctrl_c_after_first_update(SCRIPT, "--vectorization-mode", mode, "--num-envs", "4",
+                                       "--checkpoint-every", "0", "--eval-every", "0", cwd=tmp_path)
+    assert result.returncode == 130, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    assert "Ctrl-C: saving a checkpoint after this update" in result.stdout
     (run_dir,) = run_dirs(tmp_path)
     ckpt = torch.load(run_dir / "checkpoint.pt", weights_only=True)
     assert 0 < ckpt["global_step"] < 1_000_000 and ckpt["global_step"] % (4 * 128) == 0
-    assert f"checkpoint: runs/{run_dir.name}/checkpoint.pt (step {ckpt['global_step']})" in stdout
+    assert f"checkpoint: runs/{run_dir.name}/checkpoint.pt (step {ckpt['global_step']})" in result.stdout
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Bad input: one clear line on stderr, exit code 2, no traceback
 # ---------------------------------------------------------------------------------------------------------
-def expect_usage_error(capsys, monkeypatch, argv, *fragments):
-    """Run main() with `argv` as the command line (in-process: no 3-second torch import per case)."""
-    monkeypatch.setattr(sys, "argv", [SCRIPT, *argv])
-    with pytest.raises(SystemExit) as exit_info:
-        ppo.main()
-    assert exit_info.value.code == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and err.startswith(f"{SCRIPT}: error:"), err
-    for fragment in fragments:
-        assert fragment in err, err
-
-
 @pytest.mark.parametrize(
     "argv, fragment",
     [
@@ -303,7 +275,7 @@ def expect_usage_error(capsys, monkeypatch, argv, *fragments):
 )
 def test_bad_arguments(argv, fragment, capsys, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
-    expect_usage_error(capsys, monkeypatch, argv, fragment)
+    expect_usage_error(ppo, capsys, monkeypatch, argv, fragment)
     assert not (tmp_path / "runs").exists(), "a refused run must not leave a run folder behind"
 
 
@@ -317,10 +289,10 @@ def test_bad_checkpoints(capsys, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     corrupt = tmp_path / "corrupt.pt"
     corrupt.write_bytes(os.urandom(1000))
-    expect_usage_error(capsys, monkeypatch, ["--play", str(corrupt)], "is not a readable checkpoint")
+    expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(corrupt)], "is not a readable checkpoint")
     foreign = tmp_path / "foreign.pt"
     torch.save({"weights": torch.zeros(3)}, foreign)
-    expect_usage_error(capsys, monkeypatch, ["--resume", str(foreign)], "is not a checkpoint of this library")
+    expect_usage_error(ppo, capsys, monkeypatch, ["--resume", str(foreign)], "is not a checkpoint of this library")
 
     # A CartPole checkpoint: a checkpoint of this library, but not of this script.
     cartpole_args = ppo_cartpole.Args()
@@ -328,14 +300,14 @@ def test_bad_checkpoints(capsys, monkeypatch, tmp_path):
     cartpole = tmp_path / "cartpole.pt"
     ppo_cartpole.save_checkpoint(str(cartpole), cartpole_args, cartpole_agent,
                                  torch.optim.Adam(cartpole_agent.parameters()), 0, 0)
-    expect_usage_error(capsys, monkeypatch, ["--play", str(cartpole)], "was written by ppo_cartpole.py")
+    expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(cartpole)], "was written by ppo_cartpole.py")
 
     args = ppo.Args()
     agent = ppo.Agent(ppo.make_env(args), args.hidden_size)
     real = tmp_path / "real.pt"
     ppo.save_checkpoint(str(real), args, agent, torch.optim.Adam(agent.parameters()), 0, 0)
-    expect_usage_error(capsys, monkeypatch, ["--play", str(real), "--env-id", "CartPole-v1"],
+    expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(real), "--env-id", "CartPole-v1"],
                        "holds a policy for LunarLander-v3, not for --env-id CartPole-v1")
-    expect_usage_error(capsys, monkeypatch, ["--play", str(real), "--hidden-size", "32"], "does not fit")
+    expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(real), "--hidden-size", "32"], "does not fit")
     ppo.save_checkpoint(str(real), args, agent, torch.optim.Adam(agent.parameters()), args.total_timesteps, 488)
-    expect_usage_error(capsys, monkeypatch, ["--resume", str(real)], "give a larger --total-timesteps")
+    expect_usage_error(ppo, capsys, monkeypatch, ["--resume", str(real)], "give a larger --total-timesteps")
