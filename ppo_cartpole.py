@@ -209,6 +209,53 @@ class Agent(nn.Module):
         return action, log_prob, entropy, self.critic(hidden).squeeze(-1)
 
 
+class Rollout:
+    """One rollout in NumPy, one [T] array per quantity (obs: [T, obs_size]). The environment speaks NumPy and
+    the network torch: a row write here is ~50x cheaper than into a tensor, and the whole rollout is turned
+    into tensors once per update."""
+
+    def __init__(self, num_steps: int, obs_shape: tuple):
+        self.obs = np.zeros((num_steps,) + obs_shape, dtype=np.float32)
+        self.actions = np.zeros(num_steps, dtype=np.int64)
+        self.logprobs = np.zeros(num_steps, dtype=np.float32)
+        self.rewards = np.zeros(num_steps, dtype=np.float32)
+        self.dones = np.zeros(num_steps, dtype=np.float32)
+        self.values = np.zeros(num_steps, dtype=np.float32)
+        self.final_values = np.zeros(num_steps, dtype=np.float32)  # V(s_{t+1}) where an episode ended
+
+
+def collect_rollout(env: gym.Env, agent: Agent, next_obs: np.ndarray, rollout: Rollout):
+    """Run the current policy pi_old for T steps in the env, filling `rollout`.
+
+    Returns the observation to continue from, V of it (last_value, for GAE) and the episodes that ended, as
+    (step, return, length) tuples.
+    """
+    device = next(agent.parameters()).device
+    episodes = []
+    for step in range(len(rollout.obs)):
+        rollout.obs[step] = next_obs
+        with torch.inference_mode():  # acting needs no gradients: they are recomputed in the update
+            action, logprob, _, value = agent.get_action_and_value(torch.as_tensor(next_obs, device=device))
+        rollout.actions[step], rollout.logprobs[step], rollout.values[step] = (
+            action.item(), logprob.item(), value.item())
+
+        next_obs, rollout.rewards[step], terminated, truncated, info = env.step(rollout.actions[step])
+        rollout.dones[step] = terminated or truncated
+        rollout.final_values[step] = 0.0  # terminated: the MDP ended, there is no future reward, V(s_{t+1}) = 0
+        if terminated or truncated:
+            # A truncated episode was cut by a time limit in a state that is not terminal, and the agent would
+            # have collected more reward: bootstrap from V(final observation) ([37] detail 9). With a single
+            # env, next_obs is that final observation: nothing resets it behind our back.
+            if truncated:
+                with torch.inference_mode():
+                    rollout.final_values[step] = agent.get_value(torch.as_tensor(next_obs, device=device)).item()
+            episodes.append((step, float(info["episode"]["r"]), int(info["episode"]["l"])))
+            next_obs, _ = env.reset()
+    with torch.inference_mode():
+        last_value = agent.get_value(torch.as_tensor(next_obs, device=device)).item()
+    return next_obs, last_value, episodes
+
+
 def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, gae_lambda: float) -> np.ndarray:
     """Generalized Advantage Estimation over a rollout, backwards in time. NumPy arrays of shape [T] (or [T, N]).
 
@@ -372,19 +419,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         torch.set_rng_state(ckpt["rng"]["torch"])
     checkpoint_path = os.path.join(run_dir, "checkpoint.pt")
 
-    # Rollout storage, one row per step. The environment speaks NumPy and the network torch: the rollout is
-    # kept in NumPy arrays (a row write there is ~50x cheaper than into a tensor) and turned into tensors once
-    # per update.
-    obs = np.zeros((args.num_steps,) + env.observation_space.shape, dtype=np.float32)
-    actions = np.zeros(args.num_steps, dtype=np.int64)
-    logprobs = np.zeros(args.num_steps, dtype=np.float32)
-    rewards = np.zeros(args.num_steps, dtype=np.float32)
-    dones = np.zeros(args.num_steps, dtype=np.float32)
-    values = np.zeros(args.num_steps, dtype=np.float32)
-    final_values = np.zeros(args.num_steps, dtype=np.float32)  # V(s_{t+1}) where an episode ended at step t
-
-    def to_tensor(x: np.ndarray) -> torch.Tensor:
-        return torch.as_tensor(x, dtype=torch.float32, device=device)
+    rollout = Rollout(args.num_steps, env.observation_space.shape)
 
     # A resumed run starts a fresh episode, seeded from the seed and the step count.
     next_obs, _ = env.reset(seed=args.seed + global_step)
@@ -408,34 +443,20 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
             optimizer.param_groups[0]["lr"] = (1.0 - (iteration - 1.0) / args.num_iterations) * args.learning_rate
 
         # --- Rollout: run the current policy pi_old for T steps -------------------------------------------
-        for step in range(args.num_steps):
-            global_step += 1
-            obs[step] = next_obs
-            with torch.inference_mode():  # acting needs no gradients: they are recomputed in the update
-                action, logprob, _, value = agent.get_action_and_value(to_tensor(next_obs))
-            actions[step], logprobs[step], values[step] = action.item(), logprob.item(), value.item()
-
-            next_obs, rewards[step], terminated, truncated, info = env.step(actions[step])
-            dones[step] = terminated or truncated
-            if terminated or truncated:
-                # terminated: the MDP ended, there is no future reward, V(s_{t+1}) = 0.
-                # truncated: a time limit cut the episode, but the state is not terminal and the agent
-                # would have collected more reward: bootstrap from V(final observation) ([37] detail 9).
-                # (next_obs is that final observation: with a single env, nothing resets it behind our back.)
-                with torch.inference_mode():
-                    final_values[step] = 0.0 if terminated else agent.get_value(to_tensor(next_obs)).item()
-                recent_returns.append(info["episode"]["r"])
-                writer.add_scalar("charts/episodic_return", info["episode"]["r"], global_step)
-                writer.add_scalar("charts/episodic_length", info["episode"]["l"], global_step)
-                next_obs, _ = env.reset()
+        next_obs, last_value, episodes = collect_rollout(env, agent, next_obs, rollout)
+        for step, episodic_return, length in episodes:
+            recent_returns.append(episodic_return)
+            writer.add_scalar("charts/episodic_return", episodic_return, global_step + step + 1)
+            writer.add_scalar("charts/episodic_length", length, global_step + step + 1)
+        global_step += args.num_steps
 
         # --- Advantages: computed once per rollout, from the value function that collected it -------------
-        with torch.inference_mode():
-            last_value = agent.get_value(to_tensor(next_obs)).item()
-        advantages = compute_gae(rewards, values, dones, final_values, last_value, args.gamma, args.gae_lambda)
-        returns = advantages + values  # the value targets: V^targ_t = A_t + V(s_t)
+        advantages = compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.final_values, last_value,
+                                 args.gamma, args.gae_lambda)
+        returns = advantages + rollout.values  # the value targets: V^targ_t = A_t + V(s_t)
         b_obs, b_actions, b_logprobs, b_advantages, b_returns = (
-            torch.as_tensor(x, device=device) for x in (obs, actions, logprobs, advantages, returns)
+            torch.as_tensor(x, device=device)
+            for x in (rollout.obs, rollout.actions, rollout.logprobs, advantages, returns)
         )
 
         # --- Update: K epochs of minibatch gradient steps on L^{CLIP+VF+S} ----------------------------------
@@ -474,7 +495,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         # --- Diagnostics and logging ------------------------------------------------------------------------
         # Explained variance of the value targets by V: 1 is a perfect critic, 0 no better than a constant.
         var_returns = np.var(returns)
-        explained_var = 1 - np.var(returns - values) / var_returns if var_returns > 0 else float("nan")
+        explained_var = 1 - np.var(returns - rollout.values) / var_returns if var_returns > 0 else float("nan")
         sps = int((global_step - start_step) / (time.time() - start_time))
         writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
         writer.add_scalar("losses/value_loss", v_loss.item(), global_step)

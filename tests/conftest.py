@@ -1,6 +1,7 @@
-"""Shared test helpers: the repository root on sys.path (so `import ppo_cartpole` works), running a script
-from its command line in a scratch folder (and pressing Ctrl-C in it), checking a usage error, and reading the
-TensorBoard scalars a run wrote."""
+"""Shared test helpers: the repository root on sys.path (so `import ppo_cartpole` works); a tiny env with
+known episode ends (CountingTest-v0) and a stub agent for checking rollouts by hand; running a script from its
+command line in a scratch folder (and pressing Ctrl-C in it); checking a usage error; reading the TensorBoard
+scalars a run wrote."""
 
 import os
 import select
@@ -10,7 +11,11 @@ import sys
 import time
 from pathlib import Path
 
+import gymnasium as gym
+import numpy as np
 import pytest
+import torch
+import torch.nn as nn
 
 ROOT = Path(__file__).resolve().parent.parent
 # The TensorBoard tags every script logs, named as CleanRL names them so runs compare with published ones.
@@ -23,6 +28,58 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
+# ---------------------------------------------------------------------------------------------------------
+# A tiny env with known episode ends and a stub agent, to check a script's rollout bookkeeping by hand
+# ---------------------------------------------------------------------------------------------------------
+class CountingEnv(gym.Env):
+    """Observation [k, 0, 0]: k counts the steps taken in the current episode (0 after reset). Reward 1 per
+    step, whatever the action. An env first reset with an even seed TERMINATES after 3 steps; one reset with
+    an odd seed is TRUNCATED after 2 (as a time limit would). In the vector env, env i is seeded seed + i."""
+
+    observation_space = gym.spaces.Box(-np.inf, np.inf, (3,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, render_mode=None):
+        self.render_mode = render_mode
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        if seed is not None:
+            self.terminates = seed % 2 == 0
+        self.k = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self.k += 1
+        terminated = self.terminates and self.k == 3
+        truncated = not self.terminates and self.k == 2
+        return self._obs(), 1.0, terminated, truncated, {}
+
+    def _obs(self):
+        return np.array([self.k, 0.0, 0.0], dtype=np.float32)
+
+
+gym.register("CountingTest-v0", entry_point=CountingEnv)  # for gym.make, and so for the scripts' make_env
+
+
+class StubAgent(nn.Module):
+    """V(obs) = k, the step counter; always action 1 with log-prob -0.5. Enough to check the bookkeeping."""
+
+    def __init__(self):
+        super().__init__()
+        self.unused = nn.Parameter(torch.zeros(1))  # collect_rollout reads the device from the parameters
+
+    def get_value(self, x):
+        return x[..., 0]
+
+    def get_action_and_value(self, x, action=None, greedy=False):
+        shape = x.shape[:-1]  # () for one observation, (N,) for a batch
+        return torch.ones(shape, dtype=torch.int64), torch.full(shape, -0.5), torch.zeros(shape), self.get_value(x)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Running the scripts
+# ---------------------------------------------------------------------------------------------------------
 def run_script(script: str, *args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run `python <script> <args>` as a user would, in `cwd` (its runs/ folder lands there)."""
     return subprocess.run(

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 import ppo_cartpole as ppo
-from conftest import CLEANRL_TAGS, ctrl_c_after_first_update, expect_usage_error, run_dirs, run_script, scalars
+from conftest import (CLEANRL_TAGS, StubAgent, ctrl_c_after_first_update, expect_usage_error, run_dirs, run_script,
+                      scalars)
 
 SCRIPT = "ppo_cartpole.py"
 # A tiny configuration: 4 updates of 128 steps, a checkpoint after each.
@@ -44,6 +45,31 @@ def test_gae_with_lambda_one_is_the_discounted_return_minus_value():
     advantages = ppo.compute_gae(rewards, values, no_end, no_end, 2.0, 0.5, 1.0)
     expected_returns = [1 + 0.5 * 2 + 0.25 * 3 + 0.125 * 2.0, 2 + 0.5 * 3 + 0.25 * 2.0, 3 + 0.5 * 2.0]
     np.testing.assert_allclose(advantages, np.array(expected_returns) - values, rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "seed, obs_k, dones, final_values, last_value, episodes",
+    [
+        # even seed: terminates after 3 steps -> V(s_{t+1}) = 0 at the end; the rollout goes on from k = 2
+        (0, [0, 1, 2, 0, 1], [0, 0, 1, 0, 0], [0, 0, 0, 0, 0], 2, [(2, 3.0, 3)]),
+        # odd seed: truncated after 2 steps -> V(s_{t+1}) = V(final obs, k = 2) = 2; goes on from k = 1
+        (1, [0, 1, 0, 1, 0], [0, 1, 0, 1, 0], [0, 2, 0, 2, 0], 1, [(1, 2.0, 2), (3, 2.0, 2)]),
+    ],
+)
+def test_rollout_terminal_and_truncated_episodes(seed, obs_k, dones, final_values, last_value, episodes):
+    import gymnasium as gym
+
+    env = gym.wrappers.RecordEpisodeStatistics(gym.make("CountingTest-v0"))  # see conftest: V = k, reward 1
+    next_obs, _ = env.reset(seed=seed)
+    rollout = ppo.Rollout(5, (3,))
+    next_obs, value, ended = ppo.collect_rollout(env, StubAgent(), next_obs, rollout)
+    np.testing.assert_array_equal(rollout.obs[:, 0], obs_k)  # every row a real transition: no final obs stored
+    np.testing.assert_array_equal(rollout.rewards, np.ones(5))
+    np.testing.assert_array_equal(rollout.dones, dones)
+    np.testing.assert_array_equal(rollout.final_values, final_values)
+    np.testing.assert_array_equal(rollout.values, obs_k)
+    np.testing.assert_array_equal(rollout.actions, np.ones(5))
+    assert value == last_value and next_obs[0] == last_value and ended == episodes
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -11,7 +11,8 @@ import torch.nn as nn
 
 import ppo_cartpole
 import ppo_lunarlander_vec as ppo
-from conftest import CLEANRL_TAGS, ctrl_c_after_first_update, expect_usage_error, run_dirs, run_script, scalars
+from conftest import (CLEANRL_TAGS, StubAgent, ctrl_c_after_first_update, expect_usage_error, run_dirs, run_script,
+                      scalars)
 
 SCRIPT = "ppo_lunarlander_vec.py"
 # A tiny configuration: 4 envs x 64 steps = 256 samples per update (a random lander's episode lasts about 100
@@ -23,52 +24,6 @@ TINY = ["--total-timesteps", "512", "--num-envs", "4", "--num-steps", "64", "--m
 # ---------------------------------------------------------------------------------------------------------
 # Autoreset and truncation: a tiny env with known episode ends, through collect_rollout and compute_gae
 # ---------------------------------------------------------------------------------------------------------
-class CountingEnv(gym.Env):
-    """Observation [k, 0, 0]: k counts the steps taken in the current episode (0 after reset). Reward 1 per
-    step, whatever the action. An env first reset with an even seed TERMINATES after 3 steps; one reset with
-    an odd seed is TRUNCATED after 2 (as a time limit would). In the vector env, env i is seeded seed + i."""
-
-    observation_space = gym.spaces.Box(-np.inf, np.inf, (3,), np.float32)
-    action_space = gym.spaces.Discrete(2)
-
-    def __init__(self, render_mode=None):
-        self.render_mode = render_mode
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        if seed is not None:
-            self.terminates = seed % 2 == 0
-        self.k = 0
-        return self._obs(), {}
-
-    def step(self, action):
-        self.k += 1
-        terminated = self.terminates and self.k == 3
-        truncated = not self.terminates and self.k == 2
-        return self._obs(), 1.0, terminated, truncated, {}
-
-    def _obs(self):
-        return np.array([self.k, 0.0, 0.0], dtype=np.float32)
-
-
-gym.register("CountingTest-v0", entry_point=CountingEnv)
-
-
-class StubAgent(nn.Module):
-    """V(obs) = k, the step counter; always action 1 with log-prob -0.5. Enough to check the bookkeeping."""
-
-    def __init__(self):
-        super().__init__()
-        self.unused = nn.Parameter(torch.zeros(1))  # collect_rollout reads the device from the parameters
-
-    def get_value(self, x):
-        return x[..., 0]
-
-    def get_action_and_value(self, x, action=None, greedy=False):
-        n = x.shape[0]
-        return torch.ones(n, dtype=torch.int64), torch.full((n,), -0.5), torch.zeros(n), self.get_value(x)
-
-
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_autoreset_and_truncation_through_rollout_and_gae(mode):
     args = ppo.Args(env_id="CountingTest-v0", num_envs=2, num_steps=5, seed=0, vectorization_mode=mode)
