@@ -418,7 +418,6 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         np.random.set_state((np_state[0], np.array(np_state[1], dtype=np.uint32), *np_state[2:]))
         torch.set_rng_state(ckpt["rng"]["torch"])
     checkpoint_path = os.path.join(run_dir, "checkpoint.pt")
-
     rollout = Rollout(args.num_steps, env.observation_space.shape)
 
     # A resumed run starts a fresh episode, seeded from the seed and the step count.
