@@ -70,7 +70,8 @@ class Args:
     cuda: bool = False
     """run the network on CUDA when available; off by default: networks this small are faster on the CPU"""
     capture_video: bool = False
-    """record the evaluation episodes to MP4 under the run folder's videos/eval-<step>/ (--play: videos/play-*/)"""
+    """record the evaluation episodes to MP4 under the run folder's videos/eval-<step>/ (--play: videos/play-*/);
+    about half a second per episode here, so lower --eval-episodes or raise --eval-every to record fewer"""
     checkpoint_every: int = 10
     """save runs/<run>/checkpoint.pt every this many updates, and always at the end (0: only at the end)"""
     resume: Optional[str] = None
