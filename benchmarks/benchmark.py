@@ -114,11 +114,17 @@ def rolling_first_crossing(
     """(global_step, wall_time) of the first episode at which the mean of the last `window` returns is
     >= threshold, or None if that never happens (including when there are fewer than `window` episodes).
     The three lists are parallel: one entry per finished episode, in logging order."""
-    for i in range(window - 1, len(returns)):
-        # mean over episodes i-window+1 .. i, i.e. the `window` most recent ones when episode i finished
-        if sum(returns[i - window + 1 : i + 1]) / window >= threshold:
+    means = rolling_mean(returns, window)
+    for i in range(window - 1, len(returns)):  # from the first full window on
+        if means[i] >= threshold:
             return steps[i], wall_times[i]
     return None
+
+
+def rolling_mean(values: list[float], window: int) -> list[float]:
+    """At each episode i, the mean of the `window` most recent values (episodes i-window+1 .. i), or of all of
+    them while fewer than `window` have come."""
+    return [sum(values[max(0, i - window + 1) : i + 1]) / min(i + 1, window) for i in range(len(values))]
 
 
 def read_scalars(run_dir: Path) -> tuple[dict[str, list[ScalarEvent]], float | None]:
@@ -343,15 +349,6 @@ def write_csv(path: Path, rows: list[dict]) -> None:
         for row in rows:
             # 3 decimals are plenty for seconds, returns and SPS; None becomes an empty cell
             writer.writerow({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()})
-
-
-def rolling_mean(values: list[float], window: int) -> list[float]:
-    """At each position, the mean of the last `window` values (of all of them, before `window` have come)."""
-    means, total = [], 0.0
-    for i, value in enumerate(values):
-        total += value - (values[i - window] if i >= window else 0.0)
-        means.append(total / min(i + 1, window))
-    return means
 
 
 def plot_curves(args: Args, rows: list[dict]) -> None:
