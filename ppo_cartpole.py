@@ -388,12 +388,6 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         run_dir = os.path.join("runs", run_name)
     else:  # a resumed run keeps writing into its own folder; TensorBoard continues its curves
         run_dir = os.path.dirname(os.path.abspath(args.resume))
-    os.makedirs(run_dir, exist_ok=True)
-    writer = SummaryWriter(run_dir)
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in dataclasses.asdict(args).items()),
-    )
 
     # Seeding: the same seed gives the same run on the CPU.
     random.seed(args.seed)
@@ -417,6 +411,14 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         np_state = ckpt["rng"]["numpy"]
         np.random.set_state((np_state[0], np.array(np_state[1], dtype=np.uint32), *np_state[2:]))
         torch.set_rng_state(ckpt["rng"]["torch"])
+    # The run folder is made only now that the env and the checkpoint have been accepted: a refused run
+    # leaves nothing behind.
+    os.makedirs(run_dir, exist_ok=True)
+    writer = SummaryWriter(run_dir)
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in dataclasses.asdict(args).items()),
+    )
     checkpoint_path = os.path.join(run_dir, "checkpoint.pt")
     rollout = Rollout(args.num_steps, env.observation_space.shape)
 
@@ -532,7 +534,6 @@ def main() -> None:
     if args.resume or args.play:
         args, ckpt = args_from_checkpoint(args)
     check_args(args)
-    make_env(args).close()  # an unusable --env-id fails here, before a run folder is made for it
     if args.resume and ckpt["global_step"] + args.num_steps > args.total_timesteps:
         fail(f"{args.resume} has already trained {ckpt['global_step']} steps; "
              f"give a larger --total-timesteps to train longer")
