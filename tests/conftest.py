@@ -1,7 +1,7 @@
 """Shared test helpers: the repository root on sys.path (so `import ppo_cartpole` works); a tiny env with
 known episode ends (CountingTest-v0) and a stub agent for checking rollouts by hand; running a script from its
-command line in a scratch folder (and pressing Ctrl-C in it); checking a usage error; reading the TensorBoard
-scalars a run wrote."""
+command line in a scratch folder (and pressing Ctrl-C in it); checking a usage error and the refusal of
+unreadable checkpoints; reading the TensorBoard scalars a run wrote."""
 
 import os
 import select
@@ -88,10 +88,12 @@ def run_script(script: str, *args: str, cwd: Path, timeout: float = 300) -> subp
     )
 
 
-def ctrl_c_after_first_update(script: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+def ctrl_c_saves_a_checkpoint(script: str, *args: str, cwd: Path, steps_per_update: int, total_timesteps: int):
     """Start `python <script> <args>` in a session of its own, wait until its progress bar (stderr) shows a
     finished update (the training loop runs and its Ctrl-C handler is set), then press Ctrl-C the way a
-    terminal does: SIGINT to the whole process group, env worker processes included."""
+    terminal does: SIGINT to the whole process group, env worker processes included. Check the script
+    finished its update, saved a checkpoint, said where, and exited 130 without a traceback; return the
+    checkpoint."""
     process = subprocess.Popen(
         [sys.executable, str(ROOT / script), *args],
         cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
@@ -102,7 +104,15 @@ def ctrl_c_after_first_update(script: str, *args: str, cwd: Path) -> subprocess.
             progress += os.read(process.stderr.fileno(), 65536)
     os.killpg(process.pid, signal.SIGINT)
     stdout, stderr = process.communicate(timeout=60)
-    return subprocess.CompletedProcess(process.args, process.returncode, stdout.decode(), (progress + stderr).decode())
+    stdout, stderr = stdout.decode(), (progress + stderr).decode()
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr, stderr
+    assert "Ctrl-C: saving a checkpoint after this update" in stdout
+    (run_dir,) = run_dirs(cwd)
+    ckpt = torch.load(run_dir / "checkpoint.pt", weights_only=True)
+    assert 0 < ckpt["global_step"] < total_timesteps and ckpt["global_step"] % steps_per_update == 0
+    assert f"checkpoint: runs/{run_dir.name}/checkpoint.pt (step {ckpt['global_step']})" in stdout
+    return ckpt
 
 
 def expect_usage_error(script_module, capsys, monkeypatch, argv: list[str], *fragments: str) -> None:
@@ -118,6 +128,22 @@ def expect_usage_error(script_module, capsys, monkeypatch, argv: list[str], *fra
     assert len(err.splitlines()) == 1 and err.startswith(f"{script}: error:"), err
     for fragment in fragments:
         assert fragment in err, err
+
+
+def expect_unreadable_checkpoints_refused(script_module, capsys, monkeypatch, tmp_path: Path) -> None:
+    """--play / --resume of a corrupt file, of a torch file that is not a checkpoint of this library, and of
+    one holding a pickled object (weights_only=True refuses it: loading it could run code) each get a usage
+    error, never a traceback."""
+    corrupt = tmp_path / "corrupt.pt"
+    corrupt.write_bytes(os.urandom(1000))
+    expect_usage_error(script_module, capsys, monkeypatch, ["--play", str(corrupt)], "is not a readable checkpoint")
+    foreign = tmp_path / "foreign.pt"
+    torch.save({"weights": torch.zeros(3)}, foreign)
+    expect_usage_error(script_module, capsys, monkeypatch, ["--resume", str(foreign)],
+                       "is not a checkpoint of this library")
+    unsafe = tmp_path / "unsafe.pt"
+    torch.save({"script": script_module.SCRIPT, "agent": {}, "args": {}, "obj": script_module.Args()}, unsafe)
+    expect_usage_error(script_module, capsys, monkeypatch, ["--play", str(unsafe)], "is not a readable checkpoint")
 
 
 def run_dirs(cwd: Path) -> list[Path]:

@@ -1,14 +1,12 @@
 """ppo_cartpole.py: the math against hand-computed values, and the script end to end from its command line."""
 
-import os
-
 import numpy as np
 import pytest
 import torch
 
 import ppo_cartpole as ppo
-from conftest import (CLEANRL_TAGS, StubAgent, ctrl_c_after_first_update, expect_usage_error, run_dirs, run_script,
-                      scalars)
+from conftest import (CLEANRL_TAGS, StubAgent, ctrl_c_saves_a_checkpoint, expect_unreadable_checkpoints_refused,
+                      expect_usage_error, run_dirs, run_script, scalars)
 
 SCRIPT = "ppo_cartpole.py"
 # A tiny configuration: 4 updates of 128 steps, a checkpoint after each.
@@ -183,15 +181,8 @@ def test_same_seed_same_losses(tmp_path):
 
 
 def test_ctrl_c_saves_a_checkpoint_and_exits(tmp_path):
-    result = ctrl_c_after_first_update(SCRIPT, "--total-timesteps", "1000000", "--checkpoint-every", "0",
-                                       cwd=tmp_path)
-    assert result.returncode == 130, result.stderr
-    assert "Traceback" not in result.stderr
-    assert "Ctrl-C: saving a checkpoint after this update" in result.stdout
-    (run_dir,) = run_dirs(tmp_path)
-    ckpt = torch.load(run_dir / "checkpoint.pt", weights_only=True)
-    assert 0 < ckpt["global_step"] < 1_000_000 and ckpt["global_step"] % 256 == 0
-    assert f"checkpoint: runs/{run_dir.name}/checkpoint.pt (step {ckpt['global_step']})" in result.stdout
+    ctrl_c_saves_a_checkpoint(SCRIPT, "--total-timesteps", "1000000", "--checkpoint-every", "0", cwd=tmp_path,
+                              steps_per_update=256, total_timesteps=1_000_000)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -221,16 +212,7 @@ def test_bad_arguments(argv, fragment, capsys, monkeypatch, tmp_path):
 
 def test_bad_checkpoints(capsys, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
-    corrupt = tmp_path / "corrupt.pt"
-    corrupt.write_bytes(os.urandom(1000))
-    expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(corrupt)], "is not a readable checkpoint")
-    foreign = tmp_path / "foreign.pt"
-    torch.save({"weights": torch.zeros(3)}, foreign)
-    expect_usage_error(ppo, capsys, monkeypatch, ["--resume", str(foreign)], "is not a checkpoint of this library")
-    # A pickled object that weights_only=True refuses to load (it could run code): refused, not executed.
-    unsafe = tmp_path / "unsafe.pt"
-    torch.save({"script": SCRIPT, "agent": {}, "args": {}, "obj": ppo.Args()}, unsafe)
-    expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(unsafe)], "is not a readable checkpoint")
+    expect_unreadable_checkpoints_refused(ppo, capsys, monkeypatch, tmp_path)
 
     # A real checkpoint, then the same one claiming another script, and played on another env.
     args = ppo.Args()

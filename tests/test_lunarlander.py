@@ -1,8 +1,6 @@
 """ppo_lunarlander_vec.py: vector-env autoreset and truncation through the rollout and GAE, checked by hand;
 the clipped value loss; the script end to end from its command line, sync and async."""
 
-import os
-
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -11,8 +9,8 @@ import torch.nn as nn
 
 import ppo_cartpole
 import ppo_lunarlander_vec as ppo
-from conftest import (CLEANRL_TAGS, StubAgent, ctrl_c_after_first_update, expect_usage_error, run_dirs, run_script,
-                      scalars)
+from conftest import (CLEANRL_TAGS, StubAgent, ctrl_c_saves_a_checkpoint, expect_unreadable_checkpoints_refused,
+                      expect_usage_error, run_dirs, run_script, scalars)
 
 SCRIPT = "ppo_lunarlander_vec.py"
 # A tiny configuration: 4 envs x 64 steps = 256 samples per update (a random lander's episode lasts about 100
@@ -196,15 +194,8 @@ def test_target_kl_stops_the_epochs_early(tmp_path):
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_ctrl_c_saves_a_checkpoint_and_exits(mode, tmp_path):
     # Ctrl-C reaches the async workers too, as it does from a terminal: they must leave it to the trainer.
-    result = ctrl_c_after_first_update(SCRIPT, "--vectorization-mode", mode, "--num-envs", "4",
-                                       "--checkpoint-every", "0", "--eval-every", "0", cwd=tmp_path)
-    assert result.returncode == 130, result.stderr
-    assert "Traceback" not in result.stderr, result.stderr
-    assert "Ctrl-C: saving a checkpoint after this update" in result.stdout
-    (run_dir,) = run_dirs(tmp_path)
-    ckpt = torch.load(run_dir / "checkpoint.pt", weights_only=True)
-    assert 0 < ckpt["global_step"] < 1_000_000 and ckpt["global_step"] % (4 * 128) == 0
-    assert f"checkpoint: runs/{run_dir.name}/checkpoint.pt (step {ckpt['global_step']})" in result.stdout
+    ctrl_c_saves_a_checkpoint(SCRIPT, "--vectorization-mode", mode, "--num-envs", "4", "--checkpoint-every", "0",
+                              "--eval-every", "0", cwd=tmp_path, steps_per_update=4 * 128, total_timesteps=1_000_000)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -242,12 +233,7 @@ def test_unknown_vectorization_mode_is_a_usage_error(tmp_path):
 
 def test_bad_checkpoints(capsys, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
-    corrupt = tmp_path / "corrupt.pt"
-    corrupt.write_bytes(os.urandom(1000))
-    expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(corrupt)], "is not a readable checkpoint")
-    foreign = tmp_path / "foreign.pt"
-    torch.save({"weights": torch.zeros(3)}, foreign)
-    expect_usage_error(ppo, capsys, monkeypatch, ["--resume", str(foreign)], "is not a checkpoint of this library")
+    expect_unreadable_checkpoints_refused(ppo, capsys, monkeypatch, tmp_path)
 
     # A CartPole checkpoint: a checkpoint of this library, but not of this script.
     cartpole_args = ppo_cartpole.Args()
