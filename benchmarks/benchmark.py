@@ -17,6 +17,8 @@ Contract with the training scripts (every script of the library follows it, so n
 fresh episodes) rather than by the training episodes, which are played with a sampled, exploring policy.
 --plot writes the learning curve: the rolling mean return against env steps for every seed, their mean and
 min-max band, and (when the script logs it) the greedy evaluation return `eval/mean_return`.
+--label names a configuration (a row's `label`, the CSV's default name); --compare draws several benchmark
+CSVs (say, one per objective) into one --plot, one colour per CSV, each as its mean and min-max band.
 
 Timing: seconds are counted from just before the process is launched, so Python start-up, imports and env
 construction count: that is what a user waits for. "Training seconds" count from the run's first TensorBoard
@@ -31,6 +33,10 @@ Usage:
     python benchmarks/benchmark.py --script ppo_cartpole.py --threshold 475 --from-logs 'runs/*__bench__*'
     python benchmarks/benchmark.py --script ppo_lunarlander_vec.py --seeds 1 2 3 --threshold 200 \
         --play-episodes 100 --play-threshold 250 --plot benchmarks/results/ppo_lunarlander_vec.png
+    python benchmarks/benchmark.py --script ppo_pendulum_continuous.py --label kl -- --objective kl
+    python benchmarks/benchmark.py --script ppo_pendulum_continuous.py --threshold -200 \
+        --compare benchmarks/results/ppo_pendulum_continuous-clip.csv benchmarks/results/ppo_pendulum_continuous-kl.csv \
+        --plot benchmarks/results/ppo_pendulum_continuous.png
 """
 
 import csv
@@ -70,7 +76,13 @@ class Args:
     workdir: Path = REPO_ROOT
     """directory the script runs in; its runs/ folder receives the TensorBoard logs and each seed's console output"""
     csv: Path | None = None
-    """where to write the rows; None means benchmarks/results/<script stem>.csv"""
+    """where to write the rows; None means benchmarks/results/<script stem>.csv (<script stem>-<label>.csv)"""
+    label: str = ""
+    """a name for this configuration, e.g. the objective passed in the script arguments: the rows' `label`,
+    the default CSV name and the plot's title carry it"""
+    compare: tuple[Path, ...] = ()
+    """skip running: draw the runs listed in these benchmark CSVs (their run folders still on disk) into one
+    --plot, one colour per CSV (named by its label), to compare configurations"""
     from_logs: tuple[str, ...] = ()
     """skip running: analyse the existing run folders matching these glob patterns (relative to --workdir)"""
     play_episodes: int = 0
@@ -238,6 +250,7 @@ def analyse(args: Args, run_dir: Path, start_time: float | None, end_time: float
     measures = summarize(scalars, args.tag, args.window, args.threshold, start_time, end_time, first_event_time)
     return {
         "script": Path(args.script).name,
+        "label": args.label,
         "env_id": env_id,
         "seed": seed,
         "threshold": args.threshold,
@@ -351,50 +364,114 @@ def write_csv(path: Path, rows: list[dict]) -> None:
             writer.writerow({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()})
 
 
-def plot_curves(args: Args, rows: list[dict]) -> None:
-    """Learning curves of the analysed runs in one PNG: the rolling mean training return against env steps
-    for each seed (thin), their mean and min-max band; beside it the greedy evaluation return when logged."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # draw to a file, no display needed
-    import matplotlib.pyplot as plt
-    import numpy as np
-
+def read_curves(args: Args, rows: list[dict]) -> tuple[dict, dict]:
+    """{seed: (steps, rolling mean training return)} and {seed: (steps, greedy evaluation return)} of the rows'
+    run folders (the second empty when the script does not evaluate)."""
     curves, evals = {}, {}
     for row in rows:
-        scalars, _ = read_scalars(Path(row["run_dir"]))
+        run_dir = Path(row["run_dir"])
+        if not run_dir.is_dir():
+            raise RunFailed(f"the run folder {run_dir} is gone: rerun the benchmark that wrote it")
+        scalars, _ = read_scalars(run_dir)
         episodes = scalars.get(args.tag, [])
         if episodes:
             curves[row["seed"]] = ([e.step for e in episodes], rolling_mean([e.value for e in episodes], args.window))
         if scalars.get(EVAL_TAG):
             evals[row["seed"]] = ([e.step for e in scalars[EVAL_TAG]], [e.value for e in scalars[EVAL_TAG]])
-    panels = [("training episodes", curves)] + ([("greedy evaluation", evals)] if evals else [])
+    return curves, evals
+
+
+def draw_mean_and_band(ax, runs: dict, color: str, label: str) -> None:
+    """The mean over runs and their min-max band, on the steps all of them cover."""
+    import numpy as np
+
+    start = max(steps[0] for steps, _ in runs.values())
+    stop = min(steps[-1] for steps, _ in runs.values())
+    if stop > start:
+        grid = np.linspace(start, stop, 300)
+        stacked = np.array([np.interp(grid, steps, values) for steps, values in runs.values()])
+        ax.fill_between(grid, stacked.min(0), stacked.max(0), color=color, alpha=0.15)
+        ax.plot(grid, stacked.mean(0), color=color, linewidth=2, label=label)
+
+
+def plot_panels(args: Args, panels: list[tuple[str, list[tuple[str, str, dict]]]], title: str) -> None:
+    """One axes per panel (title, [(label, color, runs)]): each group of runs as its mean and band, its runs
+    thin (when a group is the only one), the target as a dashed line."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # draw to a file, no display needed
+    import matplotlib.pyplot as plt
+
     figure, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.5), squeeze=False)
-    for ax, (title, runs) in zip(axes[0], panels):
-        for seed, (steps, values) in sorted(runs.items()):
-            ax.plot(steps, values, linewidth=0.7, alpha=0.6, label=f"seed {seed}")
-        if len(runs) > 1:  # mean and min-max band over seeds, on the steps all of them cover
-            start = max(steps[0] for steps, _ in runs.values())
-            stop = min(steps[-1] for steps, _ in runs.values())
-            if stop > start:
-                grid = np.linspace(start, stop, 300)
-                stacked = np.array([np.interp(grid, steps, values) for steps, values in runs.values()])
-                ax.fill_between(grid, stacked.min(0), stacked.max(0), color="tab:blue", alpha=0.15, label="min-max")
-                ax.plot(grid, stacked.mean(0), color="tab:blue", linewidth=2, label=f"mean of {len(runs)} seeds")
-        target = args.threshold if runs is curves else args.play_threshold
+    for ax, (panel, groups) in zip(axes[0], panels):
+        for label, color, runs in groups:
+            if len(groups) == 1:
+                for seed, (steps, values) in sorted(runs.items()):
+                    ax.plot(steps, values, linewidth=0.7, alpha=0.6, label=f"seed {seed}")
+            if len(runs) > 1 or len(groups) > 1:
+                draw_mean_and_band(ax, runs, color, f"{label}mean of {len(runs)} seeds, min-max band")
+        target = args.threshold if panel == "training episodes" else args.play_threshold
         if target is not None:
             ax.axhline(target, color="gray", linestyle="--", linewidth=1, label=f"target {target:g}")
         ax.set_xlabel("env steps")
-        ax.set_ylabel(f"return, mean of last {args.window} episodes" if runs is curves
+        ax.set_ylabel(f"return, mean of last {args.window} episodes" if panel == "training episodes"
                       else f"greedy policy's mean return ({EVAL_TAG})")
-        ax.set_title(title)
+        ax.set_title(panel)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    figure.suptitle(f"{Path(args.script).name} on {rows[0]['env_id']}")
+    figure.suptitle(title)
     figure.tight_layout()
     args.plot.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(args.plot, dpi=100)
     plt.close(figure)
+
+
+def plot_curves(args: Args, rows: list[dict]) -> None:
+    """Learning curves of the analysed runs in one PNG: the rolling mean training return against env steps
+    for each seed (thin), their mean and min-max band; beside it the greedy evaluation return when logged."""
+    curves, evals = read_curves(args, rows)
+    panels = [("training episodes", [("", "tab:blue", curves)])]
+    panels += [("greedy evaluation", [("", "tab:blue", evals)])] if evals else []
+    label = f" ({args.label})" if args.label else ""
+    plot_panels(args, panels, f"{Path(args.script).name}{label} on {rows[0]['env_id']}")
+
+
+def plot_comparison(args: Args, groups: dict[str, list[dict]]) -> None:
+    """Several configurations in one PNG: for each, the mean and min-max band over its seeds."""
+    colors = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown"]
+    training, evaluation = [], []
+    for (label, rows), color in zip(groups.items(), colors * len(groups)):
+        curves, evals = read_curves(args, rows)
+        training.append((f"{label}: ", color, curves))
+        if evals:
+            evaluation.append((f"{label}: ", color, evals))
+    panels = [("training episodes", training)] + ([("greedy evaluation", evaluation)] if evaluation else [])
+    first = next(iter(groups.values()))[0]
+    plot_panels(args, panels, f"{first['script']} on {first['env_id']}: {', '.join(groups)}")
+
+
+def compare(args: Args) -> int:
+    """--compare: the learning curves of several benchmark CSVs in one --plot."""
+    if args.plot is None:
+        print("--compare draws into --plot: give --plot PNG", file=sys.stderr)
+        return 2
+    groups = {}
+    for path in args.compare:
+        if not path.is_file():
+            print(f"--compare: no CSV at {path}", file=sys.stderr)
+            return 2
+        rows = list(csv.DictReader(open(path)))
+        if not rows:
+            print(f"--compare: {path} holds no rows", file=sys.stderr)
+            return 2
+        groups[rows[0].get("label") or path.stem] = rows
+    try:
+        plot_comparison(args, groups)
+    except RunFailed as error:
+        print(f"--compare: {error}", file=sys.stderr)
+        return 1
+    print(f"Learning curves of {', '.join(groups)} drawn in {args.plot}")
+    return 0
 
 
 def main(args: Args) -> int:
@@ -404,6 +481,8 @@ def main(args: Args) -> int:
     if args.play_episodes < 0:
         print("--play-episodes must not be negative", file=sys.stderr)
         return 2
+    if args.compare:
+        return compare(args)
     rows, failures = [], []
     if args.from_logs:
         run_dirs = sorted({Path(p) for pattern in args.from_logs for p in glob.glob(str(args.workdir / pattern))})
@@ -460,7 +539,8 @@ def main(args: Args) -> int:
         print("Seconds count from each run's first logged event, not from process launch (start-up not included).")
     print("Command: " + shlex.join(["python", *sys.argv]))
     if rows:
-        csv_path = args.csv or REPO_ROOT / "benchmarks" / "results" / f"{Path(args.script).stem}.csv"
+        stem = Path(args.script).stem + (f"-{args.label}" if args.label else "")
+        csv_path = args.csv or REPO_ROOT / "benchmarks" / "results" / f"{stem}.csv"
         write_csv(csv_path, rows)
         print(f"Rows written to {csv_path}")
     if rows and args.plot:

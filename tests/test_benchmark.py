@@ -293,3 +293,34 @@ def test_script_that_writes_no_logs_fails(tmp_path):
     result = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
     assert "seed 7: exited 0 but wrote no runs/*__bench__7__* folder" in result.stderr
+
+
+def test_label_and_compare(tmp_path):
+    """Two configurations benchmarked under labels, then drawn into one plot with --compare."""
+    for label in ("short", "long"):
+        steps = "50" if label == "short" else "100"
+        command = [sys.executable, str(BENCHMARK), "--script", str(tmp_path / "ppo_fake.py"), "--seeds", "1", "2",
+                   "--workdir", str(tmp_path), "--exp-name", label, "--label", label,
+                   "--csv", str(tmp_path / f"fake-{label}.csv"), "--", "--total-timesteps", steps]
+        (tmp_path / "ppo_fake.py").write_text(FAKE_SCRIPT.replace("FAIL_SEED", "None").replace("FAIL_PLAY_SEED", "None"))
+        result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        rows = list(csv.DictReader(open(tmp_path / f"fake-{label}.csv")))
+        assert [row["label"] for row in rows] == [label, label]
+    plot = tmp_path / "compare.png"
+    compare = [sys.executable, str(BENCHMARK), "--script", "ppo_fake.py", "--workdir", str(tmp_path), "--compare",
+               str(tmp_path / "fake-short.csv"), str(tmp_path / "fake-long.csv")]
+    result = subprocess.run([*compare, "--plot", str(plot)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "Learning curves of short, long drawn in" in result.stdout
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and plot.stat().st_size > 10_000
+
+    # Without --plot, or once a run folder is gone, one clear line and a non-zero exit.
+    result = subprocess.run(compare, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "give --plot PNG" in result.stderr
+    import shutil
+
+    shutil.rmtree(list(csv.DictReader(open(tmp_path / "fake-long.csv")))[0]["run_dir"])
+    result = subprocess.run([*compare, "--plot", str(plot)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1 and "is gone: rerun the benchmark" in result.stderr
+    assert "Traceback" not in result.stderr
