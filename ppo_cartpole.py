@@ -27,6 +27,7 @@ Usage
 References
     [PPO] Schulman et al. 2017, Proximal Policy Optimization Algorithms, arXiv:1707.06347 (eqs. 7, 9, 11, 12)
     [GAE] Schulman et al. 2016, High-Dimensional Continuous Control Using GAE, arXiv:1506.02438
+    [TL]  Pardo et al. 2018, Time Limits in Reinforcement Learning, arXiv:1712.00378
     [37]  Huang et al. 2022, The 37 Implementation Details of Proximal Policy Optimization (ICLR blog track)
 """
 
@@ -244,7 +245,7 @@ def collect_rollout(env: gym.Env, agent: Agent, next_obs: np.ndarray, rollout: R
         rollout.final_values[step] = 0.0  # terminated: the MDP ended, there is no future reward, V(s_{t+1}) = 0
         if terminated or truncated:
             # A truncated episode was cut by a time limit in a state that is not terminal, and the agent would
-            # have collected more reward: bootstrap from V(final observation) ([37] detail 9). With a single
+            # have collected more reward: bootstrap from V(final observation) ([TL]). With a single
             # env, next_obs is that final observation: nothing resets it behind our back.
             if truncated:
                 with torch.inference_mode():
@@ -262,7 +263,7 @@ def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, 
     dones[t] = 1 where an episode ended at step t, by termination or truncation: no advantage flows back
     across it. final_values[t], read only there, is the V(s_{t+1}) the return should see: 0 when the episode
     terminated (no future reward), V(final observation) when a time limit truncated it (the agent would have
-    gone on collecting reward, [37] detail 9). last_value = V(s_T), the state after the rollout's last step.
+    gone on collecting reward, [TL]). last_value = V(s_T), the state after the rollout's last step.
     """
     # V(s_{t+1}) for every step: the next row's value, last_value after the last row, final_values at ends.
     next_values = np.where(dones == 1, final_values, np.concatenate([values[1:], [last_value]]))

@@ -32,6 +32,7 @@ Usage
 References
     [PPO] Schulman et al. 2017, Proximal Policy Optimization Algorithms, arXiv:1707.06347 (eqs. 7, 9, 11, 12)
     [GAE] Schulman et al. 2016, High-Dimensional Continuous Control Using GAE, arXiv:1506.02438
+    [TL]  Pardo et al. 2018, Time Limits in Reinforcement Learning, arXiv:1712.00378
     [37]  Huang et al. 2022, The 37 Implementation Details of Proximal Policy Optimization (ICLR blog track)
 """
 
@@ -307,7 +308,7 @@ def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarr
             # Some envs ended at this step and were already reset (SAME_STEP): next_obs holds the first
             # observation of their new episode, and info["final_obs"] the one they ended on. A truncated
             # episode was cut by a time limit in a state that is not terminal, and the agent would have
-            # collected more reward: bootstrap from V(final observation) ([37] detail 9).
+            # collected more reward: bootstrap from V(final observation) ([TL]).
             if truncated.any():
                 final_obs = np.stack(info["final_obs"][truncated]).astype(np.float32)
                 with torch.inference_mode():
@@ -327,7 +328,7 @@ def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, 
     dones[t] = 1 where an episode ended at step t, by termination or truncation: no advantage flows back
     across it. final_values[t], read only there, is the V(s_{t+1}) the return should see: 0 when the episode
     terminated (no future reward), V(final observation) when a time limit truncated it (the agent would have
-    gone on collecting reward, [37] detail 9). last_value = V(s_T), the state after the rollout's last step.
+    gone on collecting reward, [TL]). last_value = V(s_T), the state after the rollout's last step.
     """
     # V(s_{t+1}) for every step: the next row's value, last_value after the last row, final_values at ends.
     next_values = np.where(dones == 1, final_values, np.concatenate([values[1:], [last_value]]))
@@ -354,7 +355,7 @@ def clipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip_c
 
 
 def clipped_value_loss(newvalue, oldvalue, returns, vf_clip_coef: float) -> torch.Tensor:
-    """L^VF with the value clipped like the ratio ([37] detail 7):
+    """L^VF with the value clipped like the ratio ([37] detail 9):
     0.5 * max((V - V^targ)^2, (V_old + clip(V - V_old, -eps_v, eps_v) - V^targ)^2)
 
     Like L^CLIP, a pessimistic bound: a step that moves V further than eps_v from the V that collected the
@@ -585,7 +586,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
                 optimizer.step()
 
             # Early stop: once pi has drifted this far from pi_old, more epochs on the same data would take it
-            # past where the samples say anything ([37] detail 12; CleanRL checks after each epoch).
+            # past where the samples say anything (Spinning Up's PPO; CleanRL checks after each epoch).
             if args.target_kl is not None and approx_kl > args.target_kl:
                 break
 
