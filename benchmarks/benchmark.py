@@ -35,8 +35,8 @@ Usage:
         --play-episodes 100 --play-threshold 250 --plot benchmarks/results/ppo_lunarlander_vec.png
     python benchmarks/benchmark.py --script ppo_pendulum_continuous.py --label kl -- --objective kl
     python benchmarks/benchmark.py --script ppo_pendulum_continuous.py --threshold -200 \
-        --compare benchmarks/results/ppo_pendulum_continuous-clip.csv benchmarks/results/ppo_pendulum_continuous-kl.csv \
-        --plot benchmarks/results/ppo_pendulum_continuous.png
+        --compare benchmarks/results/ppo_pendulum_continuous-clip.csv \
+        benchmarks/results/ppo_pendulum_continuous-kl.csv --plot benchmarks/results/ppo_pendulum_continuous.png
 """
 
 import csv

@@ -302,7 +302,8 @@ def test_label_and_compare(tmp_path):
         command = [sys.executable, str(BENCHMARK), "--script", str(tmp_path / "ppo_fake.py"), "--seeds", "1", "2",
                    "--workdir", str(tmp_path), "--exp-name", label, "--label", label,
                    "--csv", str(tmp_path / f"fake-{label}.csv"), "--", "--total-timesteps", steps]
-        (tmp_path / "ppo_fake.py").write_text(FAKE_SCRIPT.replace("FAIL_SEED", "None").replace("FAIL_PLAY_SEED", "None"))
+        fake = FAKE_SCRIPT.replace("FAIL_SEED", "None").replace("FAIL_PLAY_SEED", "None")
+        (tmp_path / "ppo_fake.py").write_text(fake)
         result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60)
         assert result.returncode == 0, result.stderr
         rows = list(csv.DictReader(open(tmp_path / f"fake-{label}.csv")))
