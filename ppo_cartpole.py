@@ -327,6 +327,9 @@ def load_checkpoint(path: str) -> dict:
         fail(f"{path} is not a checkpoint of this library")
     if ckpt["script"] != SCRIPT:
         fail(f"{path} was written by {ckpt['script']}, not {SCRIPT}")
+    missing = {"optimizer", "global_step", "iteration", "rng"} - ckpt.keys()
+    if missing:
+        fail(f"{path} is an incomplete checkpoint (no {', '.join(sorted(missing))})")
     return ckpt
 
 

@@ -131,9 +131,9 @@ def expect_usage_error(script_module, capsys, monkeypatch, argv: list[str], *fra
 
 
 def expect_unreadable_checkpoints_refused(script_module, capsys, monkeypatch, tmp_path: Path) -> None:
-    """--play / --resume of a corrupt file, of a torch file that is not a checkpoint of this library, and of
-    one holding a pickled object (weights_only=True refuses it: loading it could run code) each get a usage
-    error, never a traceback."""
+    """--play / --resume of a corrupt file, of a torch file that is not a checkpoint of this library, of one
+    holding a pickled object (weights_only=True refuses it: loading it could run code) and of one missing part
+    of what a checkpoint holds each get a usage error, never a traceback."""
     corrupt = tmp_path / "corrupt.pt"
     corrupt.write_bytes(os.urandom(1000))
     expect_usage_error(script_module, capsys, monkeypatch, ["--play", str(corrupt)], "is not a readable checkpoint")
@@ -144,6 +144,10 @@ def expect_unreadable_checkpoints_refused(script_module, capsys, monkeypatch, tm
     unsafe = tmp_path / "unsafe.pt"
     torch.save({"script": script_module.SCRIPT, "agent": {}, "args": {}, "obj": script_module.Args()}, unsafe)
     expect_usage_error(script_module, capsys, monkeypatch, ["--play", str(unsafe)], "is not a readable checkpoint")
+    incomplete = tmp_path / "incomplete.pt"
+    torch.save({"script": script_module.SCRIPT, "agent": {}, "args": {}}, incomplete)
+    expect_usage_error(script_module, capsys, monkeypatch, ["--resume", str(incomplete)],
+                       "is an incomplete checkpoint (no global_step, iteration, ")
 
 
 def run_dirs(cwd: Path) -> list[Path]:

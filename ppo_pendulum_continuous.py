@@ -1,0 +1,827 @@
+"""PPO on Pendulum-v1: a Gaussian policy for continuous actions, and the paper's two objectives side by side.
+
+What this lesson teaches
+    Continuous actions: the policy is a diagonal Gaussian pi(a|s) = N(mu(s), sigma^2), its mean from a tanh
+    MLP and its log-std a learned vector of its own (one per action dimension, independent of the state), so
+    log pi(a|s) is a sum over action dimensions. The two objectives the paper compares, chosen with
+    `--objective`: the clipped surrogate L^CLIP (eq. 7), and the KL-penalized surrogate L^KLPEN (eq. 8) whose
+    coefficient beta adapts after every update to keep KL[pi_old || pi] near a target (section 4); the KL
+    between two Gaussians is computed exactly. And the normalization continuous-control PPO relies on:
+    observations standardized by running statistics, rewards divided by the running std of the discounted
+    return, both kept in the checkpoint so that a reloaded agent sees its inputs as it was trained on them.
+
+Differs from ppo_lunarlander_vec.py in:
+    - Agent: the actor outputs the mean of a Gaussian and owns a state-independent log-std; actions are
+      sampled, stored and scored unclipped, and ClipAction clips them to the env's bounds only when stepping
+    - `--objective clip|kl`: L^CLIP, or L^KLPEN with the adaptive beta of section 4 (`--kl-target`,
+      `--kl-beta-init`, `--no-kl-adaptive` for a fixed beta); the exact mean KL d of every update is logged
+      (losses/kl) for both, and beta (charts/kl_beta)
+    - observation normalization (`RunningMeanStd` buffers inside the Agent) and reward scaling (`RewardScaler`),
+      both updated between rollouts and saved in the checkpoint; `--no-norm-obs`, `--no-norm-reward`
+    - hyperparameters for a swing-up task of 200-step episodes (gamma 0.98, no entropy bonus)
+
+Deliberately left out, and the script that has each:
+    - a discrete (categorical) policy                          -> ppo_lunarlander_vec.py
+    - pixels, a CNN, torch.distributed                         -> ppo_breakout_atari.py
+    - state-dependent std, tanh-squashed actions, gSDE: extensions of the paper's Gaussian, not needed here
+
+Usage
+    python ppo_pendulum_continuous.py                         # train: 300k steps, about 40 s on 2 CPUs
+    python ppo_pendulum_continuous.py --objective kl          # the adaptive KL penalty instead of clipping
+    python ppo_pendulum_continuous.py --objective kl --no-kl-adaptive --kl-beta-init 3   # fixed beta
+    python ppo_pendulum_continuous.py --resume runs/<run>/checkpoint.pt --total-timesteps 500000
+    python ppo_pendulum_continuous.py --play runs/<run>/checkpoint.pt --episodes 20 --capture-video
+    tensorboard --logdir runs
+
+References
+    [PPO] Schulman et al. 2017, Proximal Policy Optimization Algorithms, arXiv:1707.06347 (eqs. 7-9, 11, 12,
+          section 4 for the adaptive KL coefficient, Table 1 for the comparison of the objectives)
+    [GAE] Schulman et al. 2016, High-Dimensional Continuous Control Using GAE, arXiv:1506.02438
+    [TL]  Pardo et al. 2018, Time Limits in Reinforcement Learning, arXiv:1712.00378
+    [37]  Huang et al. 2022, The 37 Implementation Details of Proximal Policy Optimization (ICLR blog track),
+          the 9 details for continuous actions
+"""
+
+import collections
+import dataclasses
+import math
+import multiprocessing
+import os
+import random
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from typing import Literal, Optional
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.optim as optim
+import tqdm
+import tyro
+from torch.utils.tensorboard import SummaryWriter
+
+SCRIPT = os.path.basename(__file__)
+
+
+@dataclass
+class Args:
+    # --- experiment ---
+    exp_name: str = SCRIPT[: -len(".py")]
+    """name of the experiment: runs are saved in runs/<env-id>__<exp-name>__<seed>__<unix-time>/"""
+    seed: int = 1
+    """seed of Python, NumPy, torch and the environments: the same seed gives the same run on the CPU"""
+    torch_deterministic: bool = True
+    """let torch use deterministic algorithms only (torch.use_deterministic_algorithms)"""
+    cuda: bool = False
+    """run the network on CUDA when available; off by default: networks this small are faster on the CPU"""
+    capture_video: bool = False
+    """record the evaluation episodes to MP4 under the run folder's videos/eval-<step>/ (--play: videos/play-*/);
+    about half a second per episode here, so lower --eval-episodes or raise --eval-every to record fewer"""
+    checkpoint_every: int = 10
+    """save runs/<run>/checkpoint.pt every this many updates, and always at the end (0: only at the end)"""
+    resume: Optional[str] = None
+    """continue the run saved in this checkpoint (weights, optimizer, RNG states, step count); flags not given
+    on the command line take the checkpoint's values, so `--total-timesteps` can be raised to train longer"""
+    play: Optional[str] = None
+    """do not train: run the greedy policy saved in this checkpoint for --episodes episodes, print the returns"""
+    episodes: int = 10
+    """how many episodes --play runs"""
+    eval_every: int = 25
+    """evaluate the greedy policy every this many updates, and after the last one (0: never during training)"""
+    eval_episodes: int = 20
+    """episodes per evaluation; their mean return is logged as eval/mean_return"""
+
+    # --- environment ---
+    env_id: str = "Pendulum-v1"
+    """Gymnasium id of the environment: it needs a Box (continuous) action space and a flat Box observation"""
+    total_timesteps: int = 300_000
+    """environment steps to train for, summed over all environments"""
+    num_envs: int = 8
+    """N, environments stepped together; each rollout holds N x T transitions"""
+    vectorization_mode: Literal["sync", "async"] = "sync"
+    """sync: step the N envs one after another in this process; async: one process per env, stepped in
+    parallel (pays off when an env step costs more than sending its data between processes)"""
+
+    # --- PPO hyperparameters (same order in every script) ---
+    learning_rate: float = 1e-3
+    """alpha, the Adam step size at the start of training (usual 1e-4 to 3e-3)"""
+    anneal_lr: bool = True
+    """anneal the learning rate linearly to 0, as the paper does for Atari (Table 5's alpha)"""
+    num_steps: int = 256
+    """T, the horizon: steps each env runs per rollout, between two updates (paper: 128 to 2048)"""
+    gamma: float = 0.98
+    """gamma, the discount of future rewards: the agent looks about 1/(1-gamma) steps ahead (usual 0.9-0.999);
+    swinging up takes a few dozen steps of pumping before the pendulum is upright: with 0.9 (10 steps ahead)
+    no seed reached the target in 300k steps, with 0.98 and 0.99 all did (README)"""
+    gae_lambda: float = 0.95
+    """lambda of GAE: 0 gives the one-step TD advantage (low variance, biased by V), 1 the Monte-Carlo return
+    minus V (unbiased, high variance); usual 0.8 to 0.98"""
+    minibatch_size: int = 256
+    """M, samples per gradient step: each epoch splits the N x T batch into N*T/M shuffled minibatches"""
+    update_epochs: int = 10
+    """K, passes over each rollout (paper: 3 to 15); more reuse of the data, more risk of moving too far"""
+    norm_adv: bool = True
+    """normalize advantages to mean 0, std 1 in each minibatch, so the step size does not depend on reward scale"""
+    norm_obs: bool = True
+    """standardize observations with running mean and variance, (s - mean) / std, clipped to +-norm_clip"""
+    norm_reward: bool = True
+    """divide rewards by the running std of the discounted return, clipped to +-norm_clip: the value targets
+    then have about the same scale in every env, whatever its reward units"""
+    norm_clip: float = 10.0
+    """bound on the normalized observations and the scaled rewards, so one outlier cannot dominate an update"""
+    objective: Literal["clip", "kl"] = "clip"
+    """the policy objective: clip, L^CLIP of eq. 7; kl, L^KLPEN of eq. 8, the ratio-weighted advantage minus
+    beta times KL[pi_old || pi] (the paper found it the weaker of the two, and kept it as a baseline)"""
+    clip_coef: float = 0.2
+    """epsilon, the clip range of the probability ratio (eq. 7): how far the new policy may move (usual 0.1-0.3);
+    with --objective kl nothing is clipped, and it only sets what losses/clipfrac counts"""
+    kl_target: float = 0.01
+    """d_targ of the adaptive KL penalty (section 4; --objective kl): beta is halved after an update whose mean
+    KL d < d_targ / 1.5 and doubled after one with d > 1.5 d_targ (paper: 0.003, 0.01, 0.03)"""
+    kl_beta_init: float = 1.0
+    """beta at the start of training (--objective kl); the paper finds its value matters little, the rule
+    adapts it within a few updates"""
+    kl_adaptive: bool = True
+    """adapt beta to --kl-target after every update (section 4); --no-kl-adaptive keeps beta fixed at
+    --kl-beta-init, the paper's fixed-penalty baseline"""
+    clip_vloss: bool = True
+    """clip the value loss too: V may move at most --vf-clip-coef away from the V that collected the data"""
+    vf_clip_coef: float = 10.0
+    """the value clip range, in units of (scaled) return"""
+    ent_coef: float = 0.0
+    """c2, weight of the entropy bonus S (eq. 9): rewards keeping pi spread out, so it keeps exploring (0-0.01).
+    0 here, as in the reference continuous-action PPO: with a state-independent std the bonus only pushes sigma up"""
+    vf_coef: float = 0.5
+    """c1, weight of the value loss L^VF (eq. 9); with separate networks it only scales the critic's step"""
+    max_grad_norm: float = 0.5
+    """clip the global norm of the gradient to this, so one bad minibatch cannot make a huge step"""
+    target_kl: Optional[float] = None
+    """stop the update's epochs early once the approximate KL[pi_old || pi] of a minibatch exceeds this
+    (usual 0.01-0.05; unset: always run all K epochs); an early stop for either objective, not --kl-target"""
+    hidden_size: int = 64
+    """width of the two hidden layers of the actor (the Gaussian's mean) and of the critic"""
+
+    # --- derived at runtime (not command-line flags) ---
+    batch_size: tyro.conf.Suppress[int] = 0
+    """samples per rollout: num_envs * num_steps"""
+    num_iterations: tyro.conf.Suppress[int] = 0
+    """number of rollout + update cycles: total_timesteps // batch_size"""
+
+
+def fail(message: str) -> None:
+    """Bad input ends the run with one clear line on stderr and exit code 2, never a traceback."""
+    print(f"{SCRIPT}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def check_args(args: Args) -> None:
+    """Refuse hyperparameters that cannot work together, before anything is built."""
+    for name in ("total_timesteps", "num_envs", "num_steps", "minibatch_size", "update_epochs", "hidden_size",
+                 "episodes", "eval_episodes"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    batch_size = args.num_envs * args.num_steps
+    if args.minibatch_size > batch_size:
+        fail(f"--minibatch-size ({args.minibatch_size}) is larger than the rollout (--num-envs {args.num_envs} "
+             f"x --num-steps {args.num_steps} = {batch_size})")
+    if batch_size % args.minibatch_size:
+        fail(f"the rollout (--num-envs {args.num_envs} x --num-steps {args.num_steps} = {batch_size}) must be a "
+             f"multiple of --minibatch-size ({args.minibatch_size})")
+    if args.total_timesteps < batch_size:
+        fail(f"--total-timesteps ({args.total_timesteps}) is less than one rollout (--num-envs {args.num_envs} "
+             f"x --num-steps {args.num_steps} = {batch_size})")
+    for name in ("gamma", "gae_lambda"):
+        if not 0.0 <= getattr(args, name) <= 1.0:
+            fail(f"--{name.replace('_', '-')} must be in [0, 1], got {getattr(args, name)}")
+    for name in ("learning_rate", "clip_coef", "vf_clip_coef", "norm_clip", "kl_target", "kl_beta_init"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.target_kl is not None and args.target_kl <= 0:
+        fail(f"--target-kl must be positive, got {args.target_kl}")
+    for name in ("ent_coef", "vf_coef", "max_grad_norm", "checkpoint_every", "eval_every"):
+        if getattr(args, name) < 0:
+            fail(f"--{name.replace('_', '-')} must not be negative, got {getattr(args, name)}")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Environment wrappers (copied from common/wrappers.py under checked markers): Pendulum needs none of its own.
+# ---------------------------------------------------------------------------------------------------------
+
+
+def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None) -> gym.Env:
+    """The wrapper stack. ClipAction clips each action to the action space's bounds (the policy's Gaussian is
+    unbounded) on its way into the env; RecordEpisodeStatistics reports each finished episode in info["episode"]."""
+    try:
+        env = gym.make(args.env_id, render_mode="rgb_array" if video_folder else None)
+    except gym.error.Error as e:  # unknown id, unknown version, missing optional dependency
+        fail(f"cannot make --env-id {args.env_id!r}: {e}")
+    if not (isinstance(env.action_space, gym.spaces.Box) and len(env.action_space.shape) == 1):
+        fail(f"{args.env_id} has a {type(env.action_space).__name__} action space; this script needs a flat Box "
+             "(continuous actions; for discrete ones use ppo_lunarlander_vec.py)")
+    if not (isinstance(env.observation_space, gym.spaces.Box) and len(env.observation_space.shape) == 1):
+        fail(f"{args.env_id} observations are {env.observation_space}; this script needs a flat Box "
+             "(for images use ppo_breakout_atari.py)")
+    if video_folder:
+        # Frames are drawn off-screen (rgb_array): tell SDL not to look for a display, which it would complain of.
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+        env = gym.wrappers.RecordVideo(env, video_folder, episode_trigger=video_trigger)
+    # The agent stores and scores the action it sampled; only the env sees it clipped ([37] continuous detail 5).
+    # Storing the clipped action instead would score a sample pi never drew (its log-prob would be wrong).
+    return gym.wrappers.RecordEpisodeStatistics(gym.wrappers.ClipAction(env))
+
+
+def make_envs(args: Args) -> gym.vector.VectorEnv:
+    """N copies of make_env in one vector env (main has already made one here, so the id is known to work).
+
+    Autoreset: when one of the N envs ends, the vector env resets it by itself. Gymnasium >= 1.0 does that on
+    the NEXT step by default (that step's action is ignored and its "transition" is a reset, which must not
+    be trained on). SAME_STEP instead resets it within the step that ended it: the observation returned is
+    already the new episode's first, and the one the episode ended on is in info["final_obs"]. Every step
+    of the rollout is then a real transition, and truncated episodes can bootstrap from V(final obs).
+    """
+
+    def thunk() -> gym.Env:
+        if multiprocessing.parent_process() is not None:
+            # An async worker: Ctrl-C reaches the whole process group, but it is the trainer's to handle
+            # (it finishes the update, saves and closes us), so the worker ignores it.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        return make_env(args)
+
+    vector_env = gym.vector.AsyncVectorEnv if args.vectorization_mode == "async" else gym.vector.SyncVectorEnv
+    return vector_env([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+
+
+def layer_init(layer: nn.Linear, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Linear:
+    """Orthogonal weights with gain `std`, zero biases ([37] detail 2): sqrt(2) suits tanh hidden layers."""
+    torch.nn.init.orthogonal_(layer.weight, std)
+    torch.nn.init.constant_(layer.bias, bias_const)
+    return layer
+
+
+class RunningMeanStd(nn.Module):
+    """Running mean and variance of everything passed to `update`, merged batch by batch (Chan et al.'s
+    parallel algorithm, the one gymnasium's NormalizeObservation uses). Kept as buffers, not parameters: the
+    optimizer never touches them, yet state_dict() carries them, so a checkpoint holds them with the weights."""
+
+    def __init__(self, shape: tuple = ()):
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(shape, dtype=torch.float64))
+        self.register_buffer("var", torch.ones(shape, dtype=torch.float64))
+        self.register_buffer("count", torch.tensor(1e-4, dtype=torch.float64))  # as gymnasium: never divide by 0
+
+    @torch.no_grad()
+    def update(self, x: torch.Tensor) -> None:
+        x = x.reshape(-1, *self.mean.shape).to(self.mean)
+        batch_mean, batch_var, batch_count = x.mean(0), x.var(0, unbiased=False), x.shape[0]
+        delta, total = batch_mean - self.mean, self.count + batch_count
+        # M2 = var_a n_a + var_b n_b + delta^2 n_a n_b / (n_a + n_b): the sum of squared deviations of both
+        self.var.copy_((self.var * self.count + batch_var * batch_count
+                        + delta**2 * self.count * batch_count / total) / total)
+        self.mean.add_(delta * batch_count / total)
+        self.count.copy_(total)
+
+
+class Agent(nn.Module):
+    """A Gaussian policy and a critic as two separate networks, each two tanh hidden layers wide `hidden_size`.
+
+    pi(a|s) = N(mu(s), diag(sigma^2)): the actor network outputs the mean mu(s), and log sigma is a learned
+    vector of its own, the same in every state ([37] continuous detail 2), initialized at 0 (sigma = 1, wide
+    exploration at first). Observations are standardized by running statistics (obs_rms) before either network
+    sees them ([37] continuous details 6, 7); they are buffers of this module, so saving the agent saves them.
+    """
+
+    def __init__(self, env: gym.Env, hidden_size: int, norm_clip: float = 10.0):
+        super().__init__()
+        obs_size, h, action_size = env.observation_space.shape[0], hidden_size, env.action_space.shape[0]
+        self.norm_clip = norm_clip
+        self.obs_rms = RunningMeanStd(env.observation_space.shape)
+        self.critic = nn.Sequential(
+            layer_init(nn.Linear(obs_size, h)), nn.Tanh(), layer_init(nn.Linear(h, h)), nn.Tanh(),
+            layer_init(nn.Linear(h, 1), std=1.0),
+        )
+        # A mean head initialized with std 0.01 starts with mu(s) ~ 0 everywhere: no action is preferred by
+        # accident of the initialization, and sigma = 1 alone sets the exploration ([37] detail 2).
+        self.actor_mean = nn.Sequential(
+            layer_init(nn.Linear(obs_size, h)), nn.Tanh(), layer_init(nn.Linear(h, h)), nn.Tanh(),
+            layer_init(nn.Linear(h, action_size), std=0.01),
+        )
+        self.actor_logstd = nn.Parameter(torch.zeros(action_size))
+
+    def normalize(self, x: torch.Tensor) -> torch.Tensor:
+        """(s - mean) / sqrt(var + 1e-8), clipped to +-norm_clip. Identity while the statistics are at their
+        start (mean 0, var 1), i.e. when obs_rms is never updated (--no-norm-obs)."""
+        std = torch.sqrt(self.obs_rms.var + 1e-8)
+        return ((x - self.obs_rms.mean) / std).clamp(-self.norm_clip, self.norm_clip).to(x.dtype)
+
+    def get_value(self, x: torch.Tensor) -> torch.Tensor:
+        return self.critic(self.normalize(x)).squeeze(-1)
+
+    def get_distribution(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The Gaussian pi(.|x) as its mean and log-std, each [..., action_size]."""
+        mean = self.actor_mean(self.normalize(x))
+        return mean, self.actor_logstd.expand_as(mean)
+
+    def get_action_and_value(self, x: torch.Tensor, action: Optional[torch.Tensor] = None, greedy: bool = False):
+        """pi(.|x) and V(x). Samples an action (the mean if greedy) unless `action` is given.
+
+        Returns the action, log pi(action|x), the entropy H(pi(.|x)) and V(x). The Gaussian is written out
+        rather than taken from torch.distributions.Normal: it is three lines, and acting a few envs at a time,
+        Normal's argument checks and bookkeeping cost more than the network itself.
+        """
+        mean, logstd = self.get_distribution(x)
+        if action is None:
+            action = mean if greedy else mean + logstd.exp() * torch.randn_like(mean)
+        # log N(a; mu, sigma) = -(a - mu)^2 / (2 sigma^2) - log sigma - log(2 pi) / 2, summed over the
+        # independent action dimensions (a product of densities is a sum of log-densities)
+        log_prob = (-0.5 * ((action - mean) / logstd.exp()) ** 2 - logstd - 0.5 * math.log(2 * math.pi)).sum(-1)
+        entropy = (0.5 + 0.5 * math.log(2 * math.pi) + logstd).sum(-1)  # H = sum_i log(sigma_i sqrt(2 pi e))
+        return action, log_prob, entropy, self.get_value(x)
+
+
+class RewardScaler(nn.Module):
+    """Reward scaling ([37] continuous details 8, 9): r_t / sqrt(Var[R] + 1e-8), clipped to +-clip, where R is the
+    discounted return each env has collected so far in its episode, R_t = gamma R_{t-1} + r_t (0 at a start).
+
+    Dividing by the spread of the return (not subtracting its mean, which would change which states look
+    good) puts the value targets on about the same scale in any env. The return statistics (return_rms) go
+    into the checkpoint; the running R of each env does not, since a resumed run starts fresh episodes.
+    """
+
+    def __init__(self, num_envs: int, gamma: float):
+        super().__init__()
+        self.gamma = gamma
+        self.return_rms = RunningMeanStd()
+        self.returns = np.zeros(num_envs)  # R of each env's current episode
+
+    def update(self, rewards: np.ndarray, dones: np.ndarray) -> None:
+        """Feed a rollout's [T, N] rewards and episode ends to the running R and its statistics."""
+        returns = np.zeros_like(rewards, dtype=np.float64)
+        for t in range(len(rewards)):
+            self.returns = self.gamma * self.returns + rewards[t]
+            returns[t] = self.returns
+            self.returns = self.returns * (1.0 - dones[t])  # an episode ended: the next one starts from R = 0
+        self.return_rms.update(torch.as_tensor(returns))
+
+    def scale(self, rewards: np.ndarray, clip: float) -> np.ndarray:
+        std = math.sqrt(self.return_rms.var.item() + 1e-8)
+        return np.clip(rewards / std, -clip, clip).astype(np.float32)
+
+
+class Rollout:
+    """One rollout in NumPy, one [T, N] array per quantity (obs: [T, N, obs_size], actions: [T, N, action_size];
+    obs as the envs returned them: the agent normalizes them itself). The environments speak
+    NumPy and the network torch: a row write here is ~50x cheaper than into a tensor, and the whole rollout is
+    turned into tensors once per update."""
+
+    def __init__(self, num_steps: int, num_envs: int, obs_shape: tuple, action_shape: tuple):
+        self.obs = np.zeros((num_steps, num_envs) + obs_shape, dtype=np.float32)
+        self.actions = np.zeros((num_steps, num_envs) + action_shape, dtype=np.float32)
+        self.logprobs = np.zeros((num_steps, num_envs), dtype=np.float32)
+        self.rewards = np.zeros((num_steps, num_envs), dtype=np.float32)
+        self.dones = np.zeros((num_steps, num_envs), dtype=np.float32)
+        self.values = np.zeros((num_steps, num_envs), dtype=np.float32)
+        self.final_values = np.zeros((num_steps, num_envs), dtype=np.float32)  # V(s_{t+1}) where an episode ended
+
+
+def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarray, rollout: Rollout):
+    """Run the current policy pi_old for T steps in the N envs, filling `rollout`.
+
+    Returns the observation to continue from, V of it (last_value, for GAE) and the episodes that ended, as
+    (step, return, length) tuples.
+    """
+    device = next(agent.parameters()).device
+    episodes = []
+    for step in range(len(rollout.obs)):
+        rollout.obs[step] = next_obs
+        with torch.inference_mode():  # acting needs no gradients: they are recomputed in the update
+            action, logprob, _, value = agent.get_action_and_value(torch.as_tensor(next_obs, device=device))
+        rollout.actions[step], rollout.logprobs[step], rollout.values[step] = (
+            action.cpu().numpy(), logprob.cpu().numpy(), value.cpu().numpy())
+
+        next_obs, rollout.rewards[step], terminated, truncated, info = envs.step(rollout.actions[step])
+        rollout.dones[step] = terminated | truncated
+        rollout.final_values[step] = 0.0  # terminated: the MDP ended, there is no future reward, V(s_{t+1}) = 0
+        if "final_obs" in info:
+            # Some envs ended at this step and were already reset (SAME_STEP): next_obs holds the first
+            # observation of their new episode, and info["final_obs"] the one they ended on. A truncated
+            # episode was cut by a time limit in a state that is not terminal, and the agent would have
+            # collected more reward: bootstrap from V(final observation) ([TL]).
+            if truncated.any():
+                final_obs = np.stack(info["final_obs"][truncated]).astype(np.float32)
+                with torch.inference_mode():
+                    rollout.final_values[step, truncated] = agent.get_value(
+                        torch.as_tensor(final_obs, device=device)).cpu().numpy()
+            stats = info["final_info"]["episode"]
+            for i in np.flatnonzero(info["final_info"]["_episode"]):
+                episodes.append((step, float(stats["r"][i]), int(stats["l"][i])))
+    with torch.inference_mode():
+        last_value = agent.get_value(torch.as_tensor(next_obs, device=device)).cpu().numpy()
+    return next_obs, last_value, episodes
+
+
+def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, gae_lambda: float) -> np.ndarray:
+    """Generalized Advantage Estimation over a rollout, backwards in time. NumPy arrays of shape [T] (or [T, N]).
+
+    dones[t] = 1 where an episode ended at step t, by termination or truncation: no advantage flows back
+    across it. final_values[t], read only there, is the V(s_{t+1}) the return should see: 0 when the episode
+    terminated (no future reward), V(final observation) when a time limit truncated it (the agent would have
+    gone on collecting reward, [TL]). last_value = V(s_T), the state after the rollout's last step.
+    """
+    # V(s_{t+1}) for every step: the next row's value, last_value after the last row, final_values at ends.
+    next_values = np.where(dones == 1, final_values, np.concatenate([values[1:], [last_value]]))
+    advantages = np.zeros_like(rewards)
+    last_gae = 0.0
+    for t in reversed(range(len(rewards))):
+        # delta_t = r_t + gamma * V(s_{t+1}) - V(s_t)                              (paper eq. 12)
+        delta = rewards[t] + gamma * next_values[t] - values[t]
+        # A_t = delta_t + gamma * lambda * A_{t+1}, cut at episode ends            (paper eq. 11)
+        last_gae = delta + gamma * gae_lambda * (1.0 - dones[t]) * last_gae
+        advantages[t] = last_gae
+    return advantages
+
+
+def clipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip_coef: float) -> torch.Tensor:
+    """-L^CLIP, to minimize. L^CLIP = E[min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t)]      (paper eq. 7)
+
+    The min makes it a pessimistic bound: once the ratio r_t has moved past 1 + eps (A > 0) or below 1 - eps
+    (A < 0), the clipped term is the smaller one and its gradient is zero (the flat parts of Figure 1).
+    """
+    unclipped = ratio * advantages
+    clipped = torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef) * advantages
+    return -torch.min(unclipped, clipped).mean()
+
+
+def clipped_value_loss(newvalue, oldvalue, returns, vf_clip_coef: float) -> torch.Tensor:
+    """L^VF with the value clipped like the ratio ([37] detail 9):
+    0.5 * max((V - V^targ)^2, (V_old + clip(V - V_old, -eps_v, eps_v) - V^targ)^2)
+
+    Like L^CLIP, a pessimistic bound: a step that moves V further than eps_v from the V that collected the
+    data earns no more credit for it. The paper uses the plain squared error; the reference implementations
+    clip, and the ablations in [37] find it neither helps nor hurts much, so `--no-clip-vloss` turns it off.
+    """
+    clipped = oldvalue + torch.clamp(newvalue - oldvalue, -vf_clip_coef, vf_clip_coef)
+    return 0.5 * torch.max((newvalue - returns) ** 2, (clipped - returns) ** 2).mean()
+
+
+def gaussian_kl(old_mean, old_logstd, mean, logstd) -> torch.Tensor:
+    """KL[pi_old || pi] between two diagonal Gaussians, exactly, summed over the action dimensions:
+    KL = log(sigma / sigma_old) + (sigma_old^2 + (mu_old - mu)^2) / (2 sigma^2) - 1/2   per dimension.
+    (The ratio-based approx_kl is an estimate from the sampled actions; this needs no sample.)"""
+    var, old_var = (2 * logstd).exp(), (2 * old_logstd).exp()
+    return (logstd - old_logstd + (old_var + (old_mean - mean) ** 2) / (2 * var) - 0.5).sum(-1)
+
+
+def kl_penalty_loss(ratio: torch.Tensor, advantages: torch.Tensor, kl: torch.Tensor, beta: float) -> torch.Tensor:
+    """-L^KLPEN, to minimize. L^KLPEN = E[r_t A_t - beta KL[pi_old(.|s_t), pi(.|s_t)]]            (paper eq. 8)
+
+    No clipping: the penalty alone holds pi near pi_old, and how near depends on beta, which is why the paper
+    adapts it (adapt_kl_beta). With the penalty's gradient 0 at pi = pi_old, the first step is a plain policy
+    gradient step; the further pi moves, the harder the penalty pulls it back.
+    """
+    return -(ratio * advantages - beta * kl).mean()
+
+
+def adapt_kl_beta(beta: float, d: float, kl_target: float) -> float:
+    """The paper's adaptive KL coefficient (section 4), applied after each policy update with d = mean KL:
+    d < d_targ / 1.5: the policy moved too little, beta <- beta / 2; d > d_targ * 1.5: too much, beta <- 2 beta.
+    (1.5 and 2 are the paper's heuristic choices; it reports the algorithm is not very sensitive to them.)"""
+    if d < kl_target / 1.5:
+        return beta / 2
+    if d > kl_target * 1.5:
+        return beta * 2
+    return beta
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Checkpoints: written atomically, read with weights_only=True (plain tensors and Python values only)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def save_checkpoint(path: str, args: Args, agent: nn.Module, optimizer: optim.Optimizer, global_step: int,
+                    iteration: int, reward_scaler: RewardScaler, kl_beta: float) -> None:
+    """Write to a temporary file, then rename: a crash mid-write never leaves a half-written checkpoint.
+    The agent's state dict holds the observation statistics; the reward statistics and beta are saved beside it."""
+    np_state = np.random.get_state()
+    state = {
+        "script": SCRIPT,
+        "args": dataclasses.asdict(args),
+        "agent": agent.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "reward_scaler": reward_scaler.state_dict(),
+        "kl_beta": kl_beta,
+        "global_step": global_step,
+        "iteration": iteration,
+        "rng": {
+            "python": random.getstate(),
+            "numpy": (np_state[0], np_state[1].tolist(), *np_state[2:]),
+            "torch": torch.get_rng_state(),
+        },
+    }
+    torch.save(state, path + ".tmp")
+    os.replace(path + ".tmp", path)
+
+
+def load_checkpoint(path: str) -> dict:
+    """Read a checkpoint of this script, or fail with one line that says what is wrong with the file."""
+    if not os.path.isfile(path):
+        fail(f"no checkpoint at {path}")
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # truncated, not a torch file, or holding objects that weights_only refuses
+        fail(f"{path} is not a readable checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
+    if not isinstance(ckpt, dict) or not {"script", "args", "agent"} <= ckpt.keys():
+        fail(f"{path} is not a checkpoint of this library")
+    if ckpt["script"] != SCRIPT:
+        fail(f"{path} was written by {ckpt['script']}, not {SCRIPT}")
+    missing = {"optimizer", "reward_scaler", "kl_beta", "global_step", "iteration", "rng"} - ckpt.keys()
+    if missing:
+        fail(f"{path} is an incomplete checkpoint (no {', '.join(sorted(missing))})")
+    return ckpt
+
+
+def restore_agent(agent: nn.Module, ckpt: dict, path: str) -> None:
+    try:
+        agent.load_state_dict(ckpt["agent"])
+    except RuntimeError as e:
+        fail(f"the network in {path} does not fit this one ({str(e).splitlines()[-1].strip()})")
+
+
+def args_from_checkpoint(args: Args) -> tuple[Args, dict]:
+    """--resume / --play: the checkpoint's Args become the defaults, and the flags given override them."""
+    path = args.resume or args.play
+    ckpt = load_checkpoint(path)
+    saved = {k: v for k, v in ckpt["args"].items() if k in {f.name for f in dataclasses.fields(Args)}}
+    defaults = dataclasses.replace(Args(**saved), resume=args.resume, play=args.play)
+    args = tyro.cli(Args, default=defaults, description=__doc__)
+    if args.env_id != ckpt["args"]["env_id"]:
+        fail(f"{path} holds a policy for {ckpt['args']['env_id']}, not for --env-id {args.env_id}")
+    return args, ckpt
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Evaluation and play: run the greedy policy
+# ---------------------------------------------------------------------------------------------------------
+
+
+def evaluate(args: Args, agent: Agent, episodes: int, video_folder: Optional[str] = None, verbose: bool = False):
+    """Run `episodes` episodes of the greedy policy (the mean action) on an env of its own, episode i seeded with
+    seed + i, so every evaluation sees the same starts. Returns the episodic returns and lengths."""
+    env = make_env(args, video_folder, video_trigger=lambda episode: True)
+    device = next(agent.parameters()).device
+    returns, lengths = [], []
+    for episode in range(episodes):
+        obs, _ = env.reset(seed=args.seed + episode)
+        while True:
+            with torch.inference_mode():
+                action, _, _, _ = agent.get_action_and_value(torch.as_tensor(obs, device=device), greedy=True)
+            obs, _, terminated, truncated, info = env.step(action.cpu().numpy())
+            if terminated or truncated:
+                break
+        returns.append(float(info["episode"]["r"]))
+        lengths.append(int(info["episode"]["l"]))
+        if verbose:
+            print(f"episode {episode + 1}/{episodes}: return {returns[-1]:.1f}, length {lengths[-1]}")
+    env.close()
+    return returns, lengths
+
+
+def play(args: Args, ckpt: dict) -> None:
+    # A folder of its own for each --play, so that no earlier video is overwritten.
+    video_folder = os.path.join(os.path.dirname(os.path.abspath(args.play)), "videos", f"play-{int(time.time())}")
+    agent = Agent(make_env(args), args.hidden_size, args.norm_clip)
+    restore_agent(agent, ckpt, args.play)  # the observation statistics too: the agent sees what it trained on
+    returns, _ = evaluate(args, agent, args.episodes, video_folder if args.capture_video else None, verbose=True)
+    print(f"mean return over {args.episodes} episodes: {np.mean(returns):.1f} +/- {np.std(returns):.1f}")
+    if args.capture_video:
+        print(f"videos: {video_folder}")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Training
+# ---------------------------------------------------------------------------------------------------------
+
+
+def train(args: Args, ckpt: Optional[dict]) -> None:
+    args.batch_size = args.num_envs * args.num_steps
+    args.num_iterations = args.total_timesteps // args.batch_size
+    if ckpt is None:
+        run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+        run_dir = os.path.join("runs", run_name)
+    else:  # a resumed run keeps writing into its own folder; TensorBoard continues its curves
+        run_dir = os.path.dirname(os.path.abspath(args.resume))
+
+    # Seeding: the same seed gives the same run on the CPU.
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.use_deterministic_algorithms(args.torch_deterministic)
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+
+    agent = Agent(make_env(args), args.hidden_size, args.norm_clip).to(device)
+    envs = make_envs(args)
+    reward_scaler = RewardScaler(args.num_envs, args.gamma)
+    kl_beta = args.kl_beta_init  # beta of L^KLPEN (eq. 8), adapted after every update with --objective kl
+    # eps 1e-5 instead of Adam's default 1e-8, as in the reference implementations ([37] detail 3): it bounds
+    # the step lr * m / (sqrt(v) + eps) where a gradient has been near zero, so such a weight cannot jump.
+    # foreach: update all parameter tensors in a few batched operations instead of a Python loop over them.
+    optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, foreach=True)
+    global_step, start_iteration = 0, 1
+    if ckpt is not None:
+        restore_agent(agent, ckpt, args.resume)
+        optimizer.load_state_dict(ckpt["optimizer"])
+        reward_scaler.load_state_dict(ckpt["reward_scaler"])
+        kl_beta = ckpt["kl_beta"]
+        global_step, start_iteration = ckpt["global_step"], ckpt["iteration"] + 1
+        random.setstate(ckpt["rng"]["python"])
+        np_state = ckpt["rng"]["numpy"]
+        np.random.set_state((np_state[0], np.array(np_state[1], dtype=np.uint32), *np_state[2:]))
+        torch.set_rng_state(ckpt["rng"]["torch"])
+    # The run folder is made only now that the env and the checkpoint have been accepted: a refused run
+    # leaves nothing behind.
+    os.makedirs(run_dir, exist_ok=True)
+    writer = SummaryWriter(run_dir)
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in dataclasses.asdict(args).items()),
+    )
+    checkpoint_path = os.path.join(run_dir, "checkpoint.pt")
+    rollout = Rollout(args.num_steps, args.num_envs, envs.single_observation_space.shape,
+                      envs.single_action_space.shape)
+
+    # Env i starts from seed + i; a resumed run starts fresh episodes, seeded from the seed and the step count.
+    next_obs, _ = envs.reset(seed=args.seed + global_step)
+
+    # Ctrl-C asks for a clean stop: the current update finishes, a checkpoint is saved, the script exits.
+    stop_requested = []
+
+    def request_stop(signum, frame):
+        stop_requested.append(signum)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C quits at once
+        tqdm.tqdm.write("Ctrl-C: saving a checkpoint after this update (press again to quit without saving)")
+
+    signal.signal(signal.SIGINT, request_stop)
+    recent_returns = collections.deque(maxlen=20)
+    progress = tqdm.tqdm(total=args.total_timesteps, initial=global_step, unit="step", dynamic_ncols=True)
+    start_time, start_step = time.time(), global_step
+
+    for iteration in range(start_iteration, args.num_iterations + 1):
+        # Linear annealing: lr_i = (1 - (i - 1) / num_iterations) * alpha, ending near 0 ([37] detail 4).
+        if args.anneal_lr:
+            optimizer.param_groups[0]["lr"] = (1.0 - (iteration - 1.0) / args.num_iterations) * args.learning_rate
+
+        # --- Rollout: run the current policy pi_old for T steps in each of the N envs -----------------------
+        next_obs, last_value, episodes = collect_rollout(envs, agent, next_obs, rollout)
+        for step, episodic_return, length in episodes:
+            recent_returns.append(episodic_return)
+            writer.add_scalar("charts/episodic_return", episodic_return, global_step + (step + 1) * args.num_envs)
+            writer.add_scalar("charts/episodic_length", length, global_step + (step + 1) * args.num_envs)
+        global_step += args.batch_size
+
+        # --- Reward scaling: the rollout's returns join the statistics, then its rewards are scaled ----------
+        rewards = rollout.rewards
+        if args.norm_reward:
+            reward_scaler.update(rollout.rewards, rollout.dones)
+            rewards = reward_scaler.scale(rollout.rewards, args.norm_clip)
+
+        # --- Advantages: computed once per rollout, from the value function that collected it -------------
+        advantages = compute_gae(rewards, rollout.values, rollout.dones, rollout.final_values, last_value,
+                                 args.gamma, args.gae_lambda)
+        returns = advantages + rollout.values  # the value targets: V^targ_t = A_t + V(s_t)
+        # Flatten [T, N] into one batch of N*T samples: after GAE, the order of the samples no longer matters.
+        b_obs, b_actions, b_logprobs, b_advantages, b_returns, b_values = (
+            torch.as_tensor(x, device=device).flatten(0, 1)
+            for x in (rollout.obs, rollout.actions, rollout.logprobs, advantages, returns, rollout.values)
+        )
+
+        with torch.no_grad():  # pi_old, for the exact KL of the penalty and of the diagnostics
+            b_old_mean, b_old_logstd = agent.get_distribution(b_obs)
+            b_old_logstd = b_old_logstd.clone()  # a view of actor_logstd, which the optimizer changes in place
+
+        # --- Update: K epochs of minibatch gradient steps on L^{CLIP+VF+S} or L^{KLPEN+VF+S} ----------------
+        clipfracs = []
+        for epoch in range(args.update_epochs):
+            for mb in torch.randperm(args.batch_size, device=device).split(args.minibatch_size):
+                _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb], b_actions[mb])
+                # r_t(theta) = pi(a_t|s_t) / pi_old(a_t|s_t), computed as exp(log pi - log pi_old): a ratio
+                # of two small probabilities is numerically fragile, a difference of logs is not.
+                logratio = newlogprob - b_logprobs[mb]
+                ratio = logratio.exp()
+                with torch.no_grad():
+                    # KL[pi_old || pi] estimators (http://joschu.net/blog/kl-approx.html): diagnostics only.
+                    old_approx_kl = (-logratio).mean()
+                    approx_kl = ((ratio - 1) - logratio).mean()
+                    clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean().item())
+
+                mb_advantages = b_advantages[mb]
+                if args.norm_adv:
+                    mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+
+                if args.objective == "clip":
+                    pg_loss = clipped_surrogate_loss(ratio, mb_advantages, args.clip_coef)
+                else:
+                    kl = gaussian_kl(b_old_mean[mb], b_old_logstd[mb], *agent.get_distribution(b_obs[mb]))
+                    pg_loss = kl_penalty_loss(ratio, mb_advantages, kl, kl_beta)
+                if args.clip_vloss:
+                    v_loss = clipped_value_loss(newvalue, b_values[mb], b_returns[mb], args.vf_clip_coef)
+                else:  # L^VF = (V(s_t) - V^targ_t)^2, halved so its gradient is the plain error       (eq. 9)
+                    v_loss = 0.5 * ((newvalue - b_returns[mb]) ** 2).mean()
+                entropy_loss = entropy.mean()
+                # L^{CLIP+VF+S} = L^CLIP - c1 L^VF + c2 S is maximized (or L^KLPEN in L^CLIP's place);
+                # we minimize its negative                                                          (eq. 9)
+                loss = pg_loss + args.vf_coef * v_loss - args.ent_coef * entropy_loss
+
+                optimizer.zero_grad()
+                loss.backward()
+                # Global grad-norm clipping: one norm over all parameters together, rescaled to at most
+                # max_grad_norm, so one bad minibatch cannot make a huge step ([37] detail 11).
+                nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                optimizer.step()
+
+            # Early stop: once pi has drifted this far from pi_old, more epochs on the same data would take it
+            # past where the samples say anything (Spinning Up's PPO; CleanRL checks after each epoch).
+            if args.target_kl is not None and approx_kl > args.target_kl:
+                break
+
+        # d = mean KL[pi_old || pi] over the whole rollout, exactly, after the update: how far pi moved.
+        with torch.no_grad():
+            kl_divergence = gaussian_kl(b_old_mean, b_old_logstd, *agent.get_distribution(b_obs)).mean().item()
+        writer.add_scalar("losses/kl", kl_divergence, global_step)
+        if args.objective == "kl":
+            writer.add_scalar("charts/kl_beta", kl_beta, global_step)  # the beta this update was penalized with
+            if args.kl_adaptive:
+                kl_beta = adapt_kl_beta(kl_beta, kl_divergence, args.kl_target)  # for the next update (section 4)
+
+        # The rollout's observations join the statistics only now: pi_old acted, and the update scored it,
+        # with the same normalization, so the ratio r_t(theta) starts at exactly 1 ([37] continuous detail 6
+        # updates the statistics at every step instead and stores the normalized observations).
+        if args.norm_obs:
+            agent.obs_rms.update(torch.as_tensor(rollout.obs))
+
+        # --- Diagnostics and logging ------------------------------------------------------------------------
+        # Explained variance of the value targets by V: 1 is a perfect critic, 0 no better than a constant.
+        var_returns = np.var(returns)
+        explained_var = 1 - np.var(returns - rollout.values) / var_returns if var_returns > 0 else float("nan")
+        sps = int((global_step - start_step) / (time.time() - start_time))
+        writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
+        writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
+        writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
+        writer.add_scalar("losses/entropy", entropy_loss.item(), global_step)
+        writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
+        writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
+        writer.add_scalar("losses/clipfrac", np.mean(clipfracs), global_step)
+        writer.add_scalar("losses/explained_variance", explained_var, global_step)
+        writer.add_scalar("losses/update_epochs", epoch + 1, global_step)
+        writer.add_scalar("charts/SPS", sps, global_step)
+        progress.update(args.batch_size)
+        if recent_returns:
+            progress.set_postfix_str(f"return(last {len(recent_returns)}) {np.mean(recent_returns):.1f}, SPS {sps}")
+
+        # --- Evaluation of the greedy policy, on an env of its own ------------------------------------------
+        last = iteration == args.num_iterations
+        if args.eval_every and (last or iteration % args.eval_every == 0):
+            video_folder = os.path.join(run_dir, "videos", f"eval-{global_step}") if args.capture_video else None
+            eval_returns, eval_lengths = evaluate(args, agent, args.eval_episodes, video_folder)
+            writer.add_scalar("eval/mean_return", np.mean(eval_returns), global_step)
+            writer.add_scalar("eval/mean_length", np.mean(eval_lengths), global_step)
+            tqdm.tqdm.write(f"step {global_step}: greedy policy, mean return over {args.eval_episodes} episodes "
+                            f"{np.mean(eval_returns):.1f}")
+
+        # --- Checkpoint -------------------------------------------------------------------------------------
+        if last or stop_requested or (args.checkpoint_every and iteration % args.checkpoint_every == 0):
+            save_checkpoint(checkpoint_path, args, agent, optimizer, global_step, iteration, reward_scaler, kl_beta)
+        if stop_requested:
+            break
+
+    progress.close()
+    envs.close()
+    writer.close()
+    print(f"checkpoint: {checkpoint_path} (step {global_step})")
+    if stop_requested:
+        raise SystemExit(130)  # the conventional status of a program stopped by Ctrl-C
+
+
+def main() -> None:
+    args = tyro.cli(Args, description=__doc__)
+    if args.resume and args.play:
+        fail("give either --resume or --play, not both")
+    ckpt = None
+    if args.resume or args.play:
+        args, ckpt = args_from_checkpoint(args)
+    check_args(args)
+    if args.resume and ckpt["global_step"] + args.num_envs * args.num_steps > args.total_timesteps:
+        fail(f"{args.resume} has already trained {ckpt['global_step']} steps; "
+             f"give a larger --total-timesteps to train longer")
+    # Small networks run fastest on one thread: splitting a 64-wide matmul costs more than it saves.
+    torch.set_num_threads(1)
+    try:
+        play(args, ckpt) if args.play else train(args, ckpt)
+    except KeyboardInterrupt:
+        print(f"{SCRIPT}: interrupted", file=sys.stderr)
+        raise SystemExit(130)
+
+
+if __name__ == "__main__":
+    main()
