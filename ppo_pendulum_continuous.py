@@ -347,7 +347,8 @@ class RewardScaler(nn.Module):
 
     Dividing by the spread of the return (not subtracting its mean, which would change which states look
     good) puts the value targets on about the same scale in any env. The return statistics (return_rms) go
-    into the checkpoint; the running R of each env does not, since a resumed run starts fresh episodes.
+    into the checkpoint (a module only for that: state_dict() gathers them); the running R of each env does
+    not, since a resumed run starts fresh episodes.
     """
 
     def __init__(self, num_envs: int, gamma: float):
