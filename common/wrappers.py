@@ -8,6 +8,156 @@ copy of each wrapper it needs, directly under a marker comment
 (optionally ``with Old->New`` to rename identifiers in the copy). ``python -m common.check_copies`` fails when
 a copy has drifted from the original below, and ``python -m common.check_copies --fix`` rewrites the copies.
 
-CartPole needs no wrapper beyond gymnasium's own RecordEpisodeStatistics; the frame-skip, grayscale/resize,
-frame-stack and reward wrappers of the Atari and Mario scripts are added here with those scripts.
+CartPole, LunarLander and Pendulum need no wrapper beyond gymnasium's own. Below: the Atari preprocessing
+stack of Mnih et al. 2015 (Nature DQN) as the PPO paper used it for Atari, in the order a script applies
+them: NoopReset, MaxAndSkip, EpisodicLife, FireReset, GrayscaleResize, ClipReward, FrameStack. Each is tested
+against gymnasium's own equivalent (tests/test_atari_wrappers.py), and where one deliberately differs, its
+docstring and its test say how and why.
 """
+
+import collections
+
+import cv2
+import gymnasium as gym
+import numpy as np
+
+
+class NoopReset(gym.Wrapper):
+    """On reset, take a random number (1 to noop_max) of NOOP actions, so that episodes start from different
+    states: the emulator is deterministic, and a policy could otherwise memorize one opening. The count is
+    drawn from the env's own np_random, as gymnasium's AtariPreprocessing draws it, so a seeded reset
+    repeats."""
+
+    def __init__(self, env: gym.Env, noop_max: int = 30):
+        super().__init__(env)
+        self.noop_max = noop_max
+        assert env.unwrapped.get_action_meanings()[0] == "NOOP", "action 0 must be NOOP"
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        for _ in range(self.unwrapped.np_random.integers(1, self.noop_max + 1)):
+            obs, _, terminated, truncated, info = self.env.step(0)
+            if terminated or truncated:  # a game that ends while doing nothing: start it again
+                obs, info = self.env.reset()
+        return obs, info
+
+
+class MaxAndSkip(gym.Wrapper):
+    """Repeat each action for `skip` frames and sum their rewards; return the pixel-wise max of the last two
+    frames. The agent decides 4x less often (the game barely changes in one frame), and the max removes
+    the flicker of Atari sprites that are drawn only every other frame.
+
+    Differs from gymnasium's MaxAndSkipObservation only when the episode ends before the last frame of a
+    skip: that one maxes two buffers still holding frames of an earlier step, this one the last two frames
+    actually seen (or the one, if the episode ended on the first)."""
+
+    def __init__(self, env: gym.Env, skip: int = 4):
+        super().__init__(env)
+        self.skip = skip
+
+    def step(self, action):
+        total_reward, previous, obs = 0.0, None, None
+        for _ in range(self.skip):
+            previous, (obs, reward, terminated, truncated, info) = obs, self.env.step(action)
+            total_reward += float(reward)
+            if terminated or truncated:
+                break
+        frame = obs if previous is None else np.maximum(previous, obs)
+        return frame, total_reward, terminated, truncated, info
+
+
+class EpisodicLife(gym.Wrapper):
+    """Losing a life ends the training episode (terminated=True, so no value is bootstrapped past a death),
+    but not the game: the reset that follows continues the game where it is, and only a game over resets
+    the emulator. The agent learns that dying is final, yet still sees the later, harder parts of the game.
+
+    Differs from gymnasium's AtariPreprocessing(terminal_on_life_loss=True), whose reset after a lost life
+    restarts the game from its beginning. Wrap the env in RecordEpisodeStatistics BELOW this wrapper: its
+    episodes are then whole games (all lives), the score people report."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self.lives, self.game_over = 0, True
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.game_over = terminated or truncated
+        lives = self.unwrapped.ale.lives()
+        if 0 < lives < self.lives:
+            terminated = True  # a life lost: the end of this training episode
+        self.lives = lives
+        return obs, reward, terminated, truncated, info
+
+    def reset(self, **kwargs):
+        if self.game_over:
+            obs, info = self.env.reset(**kwargs)
+        else:  # after a lost life: one NOOP step to carry on from the current state
+            obs, _, terminated, truncated, info = self.env.step(0)
+            if terminated or truncated:
+                obs, info = self.env.reset(**kwargs)
+        self.game_over, self.lives = False, self.unwrapped.ale.lives()
+        return obs, info
+
+
+class FireReset(gym.Wrapper):
+    """Press FIRE on every reset, in games that wait for it (Breakout: it launches the ball). Without it, a
+    young policy can sit still for the whole 108k-frame time limit, learning nothing. With EpisodicLife
+    below, that includes the reset after each lost life."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        assert env.unwrapped.get_action_meanings()[1] == "FIRE", "action 1 must be FIRE"
+
+    def reset(self, **kwargs):
+        self.env.reset(**kwargs)
+        obs, _, terminated, truncated, info = self.env.step(1)
+        if terminated or truncated:
+            obs, info = self.env.reset(**kwargs)
+        return obs, info
+
+
+class GrayscaleResize(gym.ObservationWrapper):
+    """RGB frame -> grayscale -> size x size (84 x 84), uint8: 7.5x fewer numbers per frame, color carrying
+    little the policy needs. OpenCV's RGB-to-gray weights (0.299, 0.587, 0.114) give exactly the ALE's own
+    grayscale screen, the one gymnasium's AtariPreprocessing reads; INTER_AREA averages the pixels each output
+    pixel covers, as AtariPreprocessing resizes."""
+
+    def __init__(self, env: gym.Env, size: int = 84):
+        super().__init__(env)
+        self.size = size
+        self.observation_space = gym.spaces.Box(0, 255, (size, size), np.uint8)
+
+    def observation(self, obs):
+        gray = cv2.cvtColor(obs, cv2.COLOR_RGB2GRAY)
+        return cv2.resize(gray, (self.size, self.size), interpolation=cv2.INTER_AREA)
+
+
+class ClipReward(gym.RewardWrapper):
+    """Reward -> its sign (-1, 0 or +1), as in DQN and the PPO paper's Atari runs: one learning rate and one
+    value scale then suit every game, whatever its points. Differs from gymnasium's ClipReward(-1, 1) for
+    rewards strictly between -1 and 1 (0.5 stays 0.5 there, becomes 1 here); Atari scores are integers."""
+
+    def reward(self, reward):
+        return float(np.sign(reward))
+
+
+class FrameStack(gym.Wrapper):
+    """Observation = the last k frames, stacked on a new first axis ([k, 84, 84], uint8): one frame does not
+    show which way the ball moves, four do. After a reset, the first frame fills all k slots (as gymnasium's
+    FrameStackObservation pads by default)."""
+
+    def __init__(self, env: gym.Env, k: int = 4):
+        super().__init__(env)
+        self.frames = collections.deque(maxlen=k)
+        space = env.observation_space
+        self.observation_space = gym.spaces.Box(0, 255, (k, *space.shape), space.dtype)
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        self.frames.extend([obs] * self.frames.maxlen)
+        return np.stack(self.frames), info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.frames.append(obs)
+        return np.stack(self.frames), reward, terminated, truncated, info
