@@ -1,0 +1,905 @@
+"""PPO on Atari Breakout from pixels: the Nature CNN, the Atari preprocessing stack, parallel workers, torchrun.
+
+What this lesson teaches
+    Learning from the screen: frames go through the preprocessing the PPO paper took from DQN (no-op starts,
+    4-frame skip with a max over the last two, a lost life ends the training episode, FIRE on reset,
+    grayscale 84 x 84, sign-clipped rewards, a stack of the last 4 frames), and one convolutional trunk (the
+    Nature DQN CNN) feeds both the policy head and the value head, trained with the combined loss
+    L^{CLIP+VF+S} (eq. 9) and the paper's Atari hyperparameters (Table 5), the learning rate and the clip range
+    annealed to 0. The envs run in worker processes; the same file runs on several processes or machines
+    under torchrun, each rank stepping its own envs and the gradients averaged across ranks.
+
+Differs from ppo_lunarlander_vec.py in:
+    - the Atari wrappers (copied from common/wrappers.py); observations stay uint8 until the network
+    - Agent: a CNN trunk shared by the actor and critic heads (one forward pass for both; c1 now matters)
+    - `--anneal-clip`: epsilon annealed like the learning rate (Table 5's epsilon = 0.1 alpha)
+    - torch.distributed: `setup_distributed`, gradients all-reduced, only rank 0 logs, evaluates and saves
+    - episodic returns are whole games (all lives, unclipped), recorded below the life and reward wrappers;
+      evaluation samples from pi (argmax can stall: a policy that never presses FIRE waits forever)
+    - `--vectorization-mode async` by default: with cores to spare, the 8 emulators run in parallel (on 2
+      cores sync and async are within 5% of each other, the update being most of the time)
+
+Deliberately left out, and the script that has each:
+    - continuous actions, observation/reward normalization     -> ppo_pendulum_continuous.py
+    - the paper's adaptive KL penalty (eq. 8)                  -> ppo_pendulum_continuous.py
+    - separate actor and critic CNNs, reward shaping           -> ppo_mario_cnn.py
+
+Usage
+    python ppo_breakout_atari.py                              # train 10M frames (2.5M steps); CUDA if present
+    python ppo_breakout_atari.py --total-timesteps 500000 --no-cuda    # 2M frames on the CPU
+    torchrun --nproc_per_node 2 ppo_breakout_atari.py         # 2 processes, each with its own 8 envs
+    torchrun --nnodes 2 --node_rank R --nproc_per_node 1 --master_addr HOST --master_port 29500 ppo_breakout_atari.py
+    python ppo_breakout_atari.py --resume runs/<run>/checkpoint.pt --total-timesteps 5000000
+    python ppo_breakout_atari.py --play runs/<run>/checkpoint.pt --episodes 5 --capture-video
+    tensorboard --logdir runs
+
+References
+    [PPO] Schulman et al. 2017, Proximal Policy Optimization Algorithms, arXiv:1707.06347 (eqs. 7, 9, 11, 12;
+          Table 5: the Atari hyperparameters)
+    [DQN] Mnih et al. 2015, Human-level control through deep reinforcement learning, Nature 518 (the CNN and
+          the preprocessing)
+    [GAE] Schulman et al. 2016, High-Dimensional Continuous Control Using GAE, arXiv:1506.02438
+    [TL]  Pardo et al. 2018, Time Limits in Reinforcement Learning, arXiv:1712.00378
+    [37]  Huang et al. 2022, The 37 Implementation Details of Proximal Policy Optimization (ICLR blog track),
+          the 9 Atari details
+"""
+
+import collections
+import dataclasses
+import multiprocessing
+import os
+import random
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from typing import Literal, Optional
+
+import ale_py
+import cv2
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.optim as optim
+import tqdm
+import tyro
+from torch.utils.tensorboard import SummaryWriter
+
+SCRIPT = os.path.basename(__file__)
+gym.register_envs(ale_py)  # the ALE/... and ...NoFrameskip-v4 ids
+
+
+@dataclass
+class Args:
+    # --- experiment ---
+    exp_name: str = SCRIPT[: -len(".py")]
+    """name of the experiment: runs are saved in runs/<env-id>__<exp-name>__<seed>__<unix-time>/"""
+    seed: int = 1
+    """seed of Python, NumPy, torch and the environments: the same seed gives the same run on the CPU"""
+    torch_deterministic: bool = True
+    """let torch use deterministic algorithms only (torch.use_deterministic_algorithms)"""
+    cuda: bool = True
+    """run the network on CUDA when available (--no-cuda: the CPU even where a GPU is)"""
+    capture_video: bool = False
+    """record the evaluation episodes (whole games) to MP4 under the run folder's videos/eval-<step>/
+    (--play: videos/play-*/)"""
+    checkpoint_every: int = 10
+    """save runs/<run>/checkpoint.pt every this many updates, and always at the end (0: only at the end)"""
+    resume: Optional[str] = None
+    """continue the run saved in this checkpoint (weights, optimizer, RNG states, step count); flags not given
+    on the command line take the checkpoint's values, so `--total-timesteps` can be raised to train longer"""
+    play: Optional[str] = None
+    """do not train: play the policy saved in this checkpoint for --episodes games, print the scores"""
+    episodes: int = 10
+    """how many games --play runs"""
+    eval_every: int = 100
+    """evaluate the policy every this many updates, and after the last one (0: never during training)"""
+    eval_episodes: int = 3
+    """games per evaluation (each up to 27k steps); their mean score is logged as eval/mean_return"""
+
+    # --- environment ---
+    env_id: str = "BreakoutNoFrameskip-v4"
+    """an Atari game of the ALE without frame skipping (...NoFrameskip-v4, or ALE/...-v5 with frameskip=1 is
+    not needed: the script skips frames itself); v4: no sticky actions, as in the paper and CleanRL"""
+    total_timesteps: int = 2_500_000
+    """agent steps to train for, summed over all environments and ranks (one step = 4 frames: 10M frames)"""
+    num_envs: int = 8
+    """N, environments per rank (the paper's 8 actors); each rollout holds N x T transitions"""
+    vectorization_mode: Literal["sync", "async"] = "async"
+    """sync: step the N envs one after another in this process; async: one process per env, stepped in
+    parallel (pays off when an env step costs more than sending its data between processes)"""
+
+    # --- PPO hyperparameters (same order in every script) ---
+    learning_rate: float = 2.5e-4
+    """alpha, the Adam step size at the start of training (Table 5: 2.5e-4, annealed)"""
+    anneal_lr: bool = True
+    """anneal the learning rate linearly to 0, as the paper does for Atari (Table 5's alpha)"""
+    num_steps: int = 128
+    """T, the horizon: steps each env runs per rollout, between two updates (Table 5: 128)"""
+    gamma: float = 0.99
+    """gamma, the discount of future rewards: the agent looks about 1/(1-gamma) = 100 steps ahead (Table 5)"""
+    gae_lambda: float = 0.95
+    """lambda of GAE: 0 gives the one-step TD advantage (low variance, biased by V), 1 the Monte-Carlo return
+    minus V (unbiased, high variance); Table 5: 0.95"""
+    minibatch_size: int = 256
+    """M, samples per gradient step: each epoch splits the N x T batch into N*T/M shuffled minibatches
+    (Table 5: 32 x 8 = 256, i.e. 4 minibatches of the 1024-sample rollout of 8 actors)"""
+    update_epochs: int = 4
+    """K, passes over each rollout (Table 5: 3; CleanRL: 4, whose results we compare with)"""
+    norm_adv: bool = True
+    """normalize advantages to mean 0, std 1 in each minibatch, so the step size does not depend on reward scale"""
+    clip_coef: float = 0.1
+    """epsilon, the clip range of the probability ratio (eq. 7): how far the new policy may move (Table 5: 0.1)"""
+    anneal_clip: bool = True
+    """anneal epsilon linearly to 0 with the learning rate (Table 5: epsilon = 0.1 alpha, alpha from 1 to 0)"""
+    clip_vloss: bool = True
+    """clip the value loss too: V may move at most --vf-clip-coef away from the V that collected the data"""
+    vf_clip_coef: float = 0.1
+    """the value clip range, in units of return: sign-clipped rewards keep returns small (CleanRL clips V with
+    epsilon, 0.1)"""
+    ent_coef: float = 0.01
+    """c2, weight of the entropy bonus S (eq. 9): rewards keeping pi spread out, so it keeps exploring (Table 5)"""
+    vf_coef: float = 0.5
+    """c1, weight of the value loss L^VF (eq. 9): with a shared trunk it sets how much the value error shapes
+    the features the policy uses too (Table 5: 1; CleanRL: 0.5)"""
+    max_grad_norm: float = 0.5
+    """clip the global norm of the gradient to this, so one bad minibatch cannot make a huge step"""
+    target_kl: Optional[float] = None
+    """stop the update's epochs early once the approximate KL[pi_old || pi] of a minibatch exceeds this
+    (usual 0.01-0.05; unset: always run all K epochs)"""
+    hidden_size: int = 512
+    """width of the fully connected layer after the convolutions (Nature CNN: 512)"""
+
+    # --- derived at runtime (not command-line flags) ---
+    batch_size: tyro.conf.Suppress[int] = 0
+    """samples per rollout and rank: num_envs * num_steps"""
+    world_size: tyro.conf.Suppress[int] = 1
+    """processes training together (torchrun's WORLD_SIZE; 1 without torchrun)"""
+    num_iterations: tyro.conf.Suppress[int] = 0
+    """number of rollout + update cycles: total_timesteps // (batch_size * world_size)"""
+
+
+def fail(message: str) -> None:
+    """Bad input ends the run with one clear line on stderr and exit code 2, never a traceback."""
+    print(f"{SCRIPT}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def check_args(args: Args) -> None:
+    """Refuse hyperparameters that cannot work together, before anything is built."""
+    for name in ("total_timesteps", "num_envs", "num_steps", "minibatch_size", "update_epochs", "hidden_size",
+                 "episodes", "eval_episodes"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    batch_size = args.num_envs * args.num_steps
+    if args.minibatch_size > batch_size:
+        fail(f"--minibatch-size ({args.minibatch_size}) is larger than the rollout (--num-envs {args.num_envs} "
+             f"x --num-steps {args.num_steps} = {batch_size})")
+    if batch_size % args.minibatch_size:
+        fail(f"the rollout (--num-envs {args.num_envs} x --num-steps {args.num_steps} = {batch_size}) must be a "
+             f"multiple of --minibatch-size ({args.minibatch_size})")
+    if args.total_timesteps < batch_size * args.world_size:
+        fail(f"--total-timesteps ({args.total_timesteps}) is less than one rollout of every rank (--num-envs "
+             f"{args.num_envs} x --num-steps {args.num_steps} x {args.world_size} ranks = "
+             f"{batch_size * args.world_size})")
+    for name in ("gamma", "gae_lambda"):
+        if not 0.0 <= getattr(args, name) <= 1.0:
+            fail(f"--{name.replace('_', '-')} must be in [0, 1], got {getattr(args, name)}")
+    for name in ("learning_rate", "clip_coef", "vf_clip_coef"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.target_kl is not None and args.target_kl <= 0:
+        fail(f"--target-kl must be positive, got {args.target_kl}")
+    for name in ("ent_coef", "vf_coef", "max_grad_norm", "checkpoint_every", "eval_every"):
+        if getattr(args, name) < 0:
+            fail(f"--{name.replace('_', '-')} must not be negative, got {getattr(args, name)}")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Environment wrappers (copied from common/wrappers.py under checked markers): the Atari preprocessing stack
+# ---------------------------------------------------------------------------------------------------------
+
+
+# Copied from common.wrappers.NoopReset
+class NoopReset(gym.Wrapper):
+    """On reset, take a random number (1 to noop_max) of NOOP actions, so that episodes start from different
+    states: the emulator is deterministic, and a policy could otherwise memorize one opening. The count is
+    drawn from the env's own np_random, as gymnasium's AtariPreprocessing draws it, so a seeded reset
+    repeats."""
+
+    def __init__(self, env: gym.Env, noop_max: int = 30):
+        super().__init__(env)
+        self.noop_max = noop_max
+        assert env.unwrapped.get_action_meanings()[0] == "NOOP", "action 0 must be NOOP"
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        for _ in range(self.unwrapped.np_random.integers(1, self.noop_max + 1)):
+            obs, _, terminated, truncated, info = self.env.step(0)
+            if terminated or truncated:  # a game that ends while doing nothing: start it again
+                obs, info = self.env.reset()
+        return obs, info
+
+
+# Copied from common.wrappers.MaxAndSkip
+class MaxAndSkip(gym.Wrapper):
+    """Repeat each action for `skip` frames and sum their rewards; return the pixel-wise max of the last two
+    frames. The agent decides 4x less often (the game barely changes in one frame), and the max removes
+    the flicker of Atari sprites that are drawn only every other frame.
+
+    Differs from gymnasium's MaxAndSkipObservation only when the episode ends before the last frame of a
+    skip: that one maxes two buffers still holding frames of an earlier step, this one the last two frames
+    actually seen (or the one, if the episode ended on the first)."""
+
+    def __init__(self, env: gym.Env, skip: int = 4):
+        super().__init__(env)
+        self.skip = skip
+
+    def step(self, action):
+        total_reward, previous, obs = 0.0, None, None
+        for _ in range(self.skip):
+            previous, (obs, reward, terminated, truncated, info) = obs, self.env.step(action)
+            total_reward += float(reward)
+            if terminated or truncated:
+                break
+        frame = obs if previous is None else np.maximum(previous, obs)
+        return frame, total_reward, terminated, truncated, info
+
+
+# Copied from common.wrappers.EpisodicLife
+class EpisodicLife(gym.Wrapper):
+    """Losing a life ends the training episode (terminated=True, so no value is bootstrapped past a death),
+    but not the game: the reset that follows continues the game where it is, and only a game over resets
+    the emulator. The agent learns that dying is final, yet still sees the later, harder parts of the game.
+
+    Differs from gymnasium's AtariPreprocessing(terminal_on_life_loss=True), whose reset after a lost life
+    restarts the game from its beginning. Wrap the env in RecordEpisodeStatistics BELOW this wrapper: its
+    episodes are then whole games (all lives), the score people report."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self.lives, self.game_over = 0, True
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.game_over = terminated or truncated
+        lives = self.unwrapped.ale.lives()
+        if 0 < lives < self.lives:
+            terminated = True  # a life lost: the end of this training episode
+        self.lives = lives
+        return obs, reward, terminated, truncated, info
+
+    def reset(self, **kwargs):
+        if self.game_over:
+            obs, info = self.env.reset(**kwargs)
+        else:  # after a lost life: one NOOP step to carry on from the current state
+            obs, _, terminated, truncated, info = self.env.step(0)
+            if terminated or truncated:
+                obs, info = self.env.reset(**kwargs)
+        self.game_over, self.lives = False, self.unwrapped.ale.lives()
+        return obs, info
+
+
+# Copied from common.wrappers.FireReset
+class FireReset(gym.Wrapper):
+    """Press FIRE on every reset, in games that wait for it (Breakout: it launches the ball). Without it, a
+    young policy can sit still for the whole 108k-frame time limit, learning nothing. With EpisodicLife
+    below, that includes the reset after each lost life."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        assert env.unwrapped.get_action_meanings()[1] == "FIRE", "action 1 must be FIRE"
+
+    def reset(self, **kwargs):
+        self.env.reset(**kwargs)
+        obs, _, terminated, truncated, info = self.env.step(1)
+        if terminated or truncated:
+            obs, info = self.env.reset(**kwargs)
+        return obs, info
+
+
+# Copied from common.wrappers.GrayscaleResize
+class GrayscaleResize(gym.ObservationWrapper):
+    """RGB frame -> grayscale -> size x size (84 x 84), uint8: 7.5x fewer numbers per frame, color carrying
+    little the policy needs. OpenCV's RGB-to-gray weights (0.299, 0.587, 0.114) give exactly the ALE's own
+    grayscale screen, the one gymnasium's AtariPreprocessing reads; INTER_AREA averages the pixels each output
+    pixel covers, as AtariPreprocessing resizes."""
+
+    def __init__(self, env: gym.Env, size: int = 84):
+        super().__init__(env)
+        self.size = size
+        self.observation_space = gym.spaces.Box(0, 255, (size, size), np.uint8)
+
+    def observation(self, obs):
+        gray = cv2.cvtColor(obs, cv2.COLOR_RGB2GRAY)
+        return cv2.resize(gray, (self.size, self.size), interpolation=cv2.INTER_AREA)
+
+
+# Copied from common.wrappers.ClipReward
+class ClipReward(gym.RewardWrapper):
+    """Reward -> its sign (-1, 0 or +1), as in DQN and the PPO paper's Atari runs: one learning rate and one
+    value scale then suit every game, whatever its points. Differs from gymnasium's ClipReward(-1, 1) for
+    rewards strictly between -1 and 1 (0.5 stays 0.5 there, becomes 1 here); Atari scores are integers."""
+
+    def reward(self, reward):
+        return float(np.sign(reward))
+
+
+# Copied from common.wrappers.FrameStack
+class FrameStack(gym.Wrapper):
+    """Observation = the last k frames, stacked on a new first axis ([k, 84, 84], uint8): one frame does not
+    show which way the ball moves, four do. After a reset, the first frame fills all k slots (as gymnasium's
+    FrameStackObservation pads by default)."""
+
+    def __init__(self, env: gym.Env, k: int = 4):
+        super().__init__(env)
+        self.frames = collections.deque(maxlen=k)
+        space = env.observation_space
+        self.observation_space = gym.spaces.Box(0, 255, (k, *space.shape), space.dtype)
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        self.frames.extend([obs] * self.frames.maxlen)
+        return np.stack(self.frames), info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.frames.append(obs)
+        return np.stack(self.frames), reward, terminated, truncated, info
+
+
+def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None) -> gym.Env:
+    """The wrapper stack, innermost first. RecordVideo and RecordEpisodeStatistics sit right on the emulator,
+    below the life and reward wrappers: what they record and report is the real game, every frame, all lives,
+    the unclipped score (episode lengths are in frames)."""
+    try:
+        env = gym.make(args.env_id, render_mode="rgb_array" if video_folder else None)
+    except gym.error.Error as e:  # unknown id, unknown version, missing optional dependency
+        fail(f"cannot make --env-id {args.env_id!r}: {e}")
+    if not isinstance(env.unwrapped, ale_py.AtariEnv):
+        fail(f"{args.env_id} is not an Atari game; this script needs one of the ALE, e.g. BreakoutNoFrameskip-v4 "
+             "(for flat observations use ppo_lunarlander_vec.py)")
+    if env.unwrapped._frameskip != 1:
+        fail(f"{args.env_id} skips frames itself; this script skips them with MaxAndSkip: use a NoFrameskip-v4 id "
+             "(e.g. BreakoutNoFrameskip-v4)")
+    if video_folder:
+        env = gym.wrappers.RecordVideo(env, video_folder, episode_trigger=video_trigger)
+    env = gym.wrappers.RecordEpisodeStatistics(env)
+    env = NoopReset(env, noop_max=30)
+    env = MaxAndSkip(env, skip=4)
+    env = EpisodicLife(env)
+    if "FIRE" in env.unwrapped.get_action_meanings():
+        env = FireReset(env)
+    env = GrayscaleResize(env, size=84)
+    env = ClipReward(env)
+    return FrameStack(env, k=4)
+
+
+def make_envs(args: Args, rank: int = 0) -> gym.vector.VectorEnv:
+    """N copies of make_env in one vector env (main has already made one here, so the id is known to work).
+
+    Autoreset: when one of the N envs ends, the vector env resets it by itself. Gymnasium >= 1.0 does that on
+    the NEXT step by default (that step's action is ignored and its "transition" is a reset, which must not
+    be trained on). SAME_STEP instead resets it within the step that ended it: the observation returned is
+    already the new episode's first, and the one the episode ended on is in info["final_obs"]. Every step
+    of the rollout is then a real transition, and truncated episodes can bootstrap from V(final obs).
+    """
+
+    def thunk() -> gym.Env:
+        if multiprocessing.parent_process() is not None:
+            # An async worker: Ctrl-C reaches the whole process group, but it is the trainer's to handle
+            # (it finishes the update, saves and closes us), so the worker ignores it.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            cv2.setNumThreads(1)  # one worker per env already: OpenCV's own threads would only compete
+        return make_env(args)
+
+    vector_env = gym.vector.AsyncVectorEnv if args.vectorization_mode == "async" else gym.vector.SyncVectorEnv
+    return vector_env([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+
+
+def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Module:
+    """Orthogonal weights with gain `std`, zero biases ([37] detail 2): sqrt(2) suits ReLU layers."""
+    torch.nn.init.orthogonal_(layer.weight, std)
+    torch.nn.init.constant_(layer.bias, bias_const)
+    return layer
+
+
+class Agent(nn.Module):
+    """The Nature DQN CNN as a trunk shared by a policy head and a value head ([37] Atari detail 7).
+
+    Input: 4 stacked 84 x 84 grayscale frames, uint8, scaled to [0, 1] here (inside the network, so the rollout
+    and the worker pipes carry 4x fewer bytes than float32 frames, [37] Atari detail 8). Conv 32 8x8 stride 4,
+    conv 64 4x4 stride 2, conv 64 3x3 stride 1, a fully connected layer of 512, ReLUs. Sharing the trunk halves
+    the forward passes; the price is that the value loss shapes the policy's features too, weighted by c1.
+    """
+
+    def __init__(self, env: gym.Env, hidden_size: int):
+        super().__init__()
+        channels = env.observation_space.shape[0]
+        self.trunk = nn.Sequential(
+            layer_init(nn.Conv2d(channels, 32, 8, stride=4)), nn.ReLU(),
+            layer_init(nn.Conv2d(32, 64, 4, stride=2)), nn.ReLU(),
+            layer_init(nn.Conv2d(64, 64, 3, stride=1)), nn.ReLU(),
+            nn.Flatten(), layer_init(nn.Linear(64 * 7 * 7, hidden_size)), nn.ReLU(),
+        )
+        # A policy head initialized with std 0.01 starts with near-uniform action probabilities: maximal
+        # exploration at first, and no action is preferred by accident of the initialization ([37] detail 2).
+        self.actor = layer_init(nn.Linear(hidden_size, env.action_space.n), std=0.01)
+        self.critic = layer_init(nn.Linear(hidden_size, 1), std=1.0)
+        # Channels-last (NHWC) weights: oneDNN's CPU convolutions run about 1.5x faster on them than on the
+        # default NCHW (the update went from ~100 to 60-70 ms per 256-sample minibatch on 2 cores).
+        self.to(memory_format=torch.channels_last)
+
+    def get_value(self, x: torch.Tensor) -> torch.Tensor:
+        return self.critic(self.trunk(x / 255.0)).squeeze(-1)
+
+    def get_action_and_value(self, x: torch.Tensor, action: Optional[torch.Tensor] = None, greedy: bool = False):
+        """pi(.|x) and V(x), from one pass through the trunk. Samples an action (the most probable one if
+        greedy) unless `action` is given.
+
+        Returns the action, log pi(action|x), the entropy H(pi(.|x)) and V(x). The categorical distribution is
+        written out rather than taken from torch.distributions.Categorical: it is four lines.
+        """
+        hidden = self.trunk(x / 255.0)
+        log_pi = self.actor(hidden).log_softmax(-1)  # log pi(a|x) for every action a
+        pi = log_pi.exp()
+        if action is None:
+            action = log_pi.argmax(-1) if greedy else torch.multinomial(pi, 1).squeeze(-1)
+        log_prob = log_pi.gather(-1, action.unsqueeze(-1)).squeeze(-1)
+        entropy = -(pi * log_pi).sum(-1)  # H = -sum_a pi(a|x) log pi(a|x)
+        return action, log_prob, entropy, self.critic(hidden).squeeze(-1)
+
+
+class Rollout:
+    """One rollout in NumPy, one [T, N] array per quantity (obs: [T, N, 4, 84, 84]). The environments speak
+    NumPy and the network torch: a row write here is ~50x cheaper than into a tensor, and the whole rollout is
+    turned into tensors once per update."""
+
+    def __init__(self, num_steps: int, num_envs: int, obs_shape: tuple):
+        self.obs = np.zeros((num_steps, num_envs) + obs_shape, dtype=np.uint8)  # frames stay uint8
+        self.actions = np.zeros((num_steps, num_envs), dtype=np.int64)
+        self.logprobs = np.zeros((num_steps, num_envs), dtype=np.float32)
+        self.rewards = np.zeros((num_steps, num_envs), dtype=np.float32)
+        self.dones = np.zeros((num_steps, num_envs), dtype=np.float32)
+        self.values = np.zeros((num_steps, num_envs), dtype=np.float32)
+        self.final_values = np.zeros((num_steps, num_envs), dtype=np.float32)  # V(s_{t+1}) where an episode ended
+
+
+def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarray, rollout: Rollout):
+    """Run the current policy pi_old for T steps in the N envs, filling `rollout`.
+
+    Returns the observation to continue from, V of it (last_value, for GAE) and the episodes that ended, as
+    (step, return, length) tuples.
+    """
+    device = next(agent.parameters()).device
+    episodes = []
+    for step in range(len(rollout.obs)):
+        rollout.obs[step] = next_obs
+        with torch.inference_mode():  # acting needs no gradients: they are recomputed in the update
+            action, logprob, _, value = agent.get_action_and_value(torch.as_tensor(next_obs, device=device))
+        rollout.actions[step], rollout.logprobs[step], rollout.values[step] = (
+            action.cpu().numpy(), logprob.cpu().numpy(), value.cpu().numpy())
+
+        next_obs, rollout.rewards[step], terminated, truncated, info = envs.step(rollout.actions[step])
+        rollout.dones[step] = terminated | truncated
+        rollout.final_values[step] = 0.0  # terminated: the MDP ended, there is no future reward, V(s_{t+1}) = 0
+        if "final_obs" in info:
+            # Some envs ended at this step and were already reset (SAME_STEP): next_obs holds the first
+            # observation of their new episode, and info["final_obs"] the one they ended on. A truncated
+            # episode was cut by a time limit in a state that is not terminal, and the agent would have
+            # collected more reward: bootstrap from V(final observation) ([TL]).
+            if truncated.any():
+                final_obs = np.stack(info["final_obs"][truncated])
+                with torch.inference_mode():
+                    rollout.final_values[step, truncated] = agent.get_value(
+                        torch.as_tensor(final_obs, device=device)).cpu().numpy()
+            if "episode" in info["final_info"]:  # a lost life ends an episode but not the game: no score yet
+                stats = info["final_info"]["episode"]
+                for i in np.flatnonzero(info["final_info"]["_episode"]):
+                    episodes.append((step, float(stats["r"][i]), int(stats["l"][i])))
+    with torch.inference_mode():
+        last_value = agent.get_value(torch.as_tensor(next_obs, device=device)).cpu().numpy()
+    return next_obs, last_value, episodes
+
+
+def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, gae_lambda: float) -> np.ndarray:
+    """Generalized Advantage Estimation over a rollout, backwards in time. NumPy arrays of shape [T] (or [T, N]).
+
+    dones[t] = 1 where an episode ended at step t, by termination or truncation: no advantage flows back
+    across it. final_values[t], read only there, is the V(s_{t+1}) the return should see: 0 when the episode
+    terminated (no future reward), V(final observation) when a time limit truncated it (the agent would have
+    gone on collecting reward, [TL]). last_value = V(s_T), the state after the rollout's last step.
+    """
+    # V(s_{t+1}) for every step: the next row's value, last_value after the last row, final_values at ends.
+    next_values = np.where(dones == 1, final_values, np.concatenate([values[1:], [last_value]]))
+    advantages = np.zeros_like(rewards)
+    last_gae = 0.0
+    for t in reversed(range(len(rewards))):
+        # delta_t = r_t + gamma * V(s_{t+1}) - V(s_t)                              (paper eq. 12)
+        delta = rewards[t] + gamma * next_values[t] - values[t]
+        # A_t = delta_t + gamma * lambda * A_{t+1}, cut at episode ends            (paper eq. 11)
+        last_gae = delta + gamma * gae_lambda * (1.0 - dones[t]) * last_gae
+        advantages[t] = last_gae
+    return advantages
+
+
+def clipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip_coef: float) -> torch.Tensor:
+    """-L^CLIP, to minimize. L^CLIP = E[min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t)]      (paper eq. 7)
+
+    The min makes it a pessimistic bound: once the ratio r_t has moved past 1 + eps (A > 0) or below 1 - eps
+    (A < 0), the clipped term is the smaller one and its gradient is zero (the flat parts of Figure 1).
+    """
+    unclipped = ratio * advantages
+    clipped = torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef) * advantages
+    return -torch.min(unclipped, clipped).mean()
+
+
+def clipped_value_loss(newvalue, oldvalue, returns, vf_clip_coef: float) -> torch.Tensor:
+    """L^VF with the value clipped like the ratio ([37] detail 9):
+    0.5 * max((V - V^targ)^2, (V_old + clip(V - V_old, -eps_v, eps_v) - V^targ)^2)
+
+    Like L^CLIP, a pessimistic bound: a step that moves V further than eps_v from the V that collected the
+    data earns no more credit for it. The paper uses the plain squared error; the reference implementations
+    clip, and the ablations in [37] find it neither helps nor hurts much, so `--no-clip-vloss` turns it off.
+    """
+    clipped = oldvalue + torch.clamp(newvalue - oldvalue, -vf_clip_coef, vf_clip_coef)
+    return 0.5 * torch.max((newvalue - returns) ** 2, (clipped - returns) ** 2).mean()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Checkpoints: written atomically, read with weights_only=True (plain tensors and Python values only)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def save_checkpoint(path: str, args: Args, agent: nn.Module, optimizer: optim.Optimizer, global_step: int,
+                    iteration: int) -> None:
+    """Write to a temporary file, then rename: a crash mid-write never leaves a half-written checkpoint."""
+    np_state = np.random.get_state()
+    state = {
+        "script": SCRIPT,
+        "args": dataclasses.asdict(args),
+        "agent": agent.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "global_step": global_step,
+        "iteration": iteration,
+        "rng": {
+            "python": random.getstate(),
+            "numpy": (np_state[0], np_state[1].tolist(), *np_state[2:]),
+            "torch": torch.get_rng_state(),
+        },
+    }
+    torch.save(state, path + ".tmp")
+    os.replace(path + ".tmp", path)
+
+
+def load_checkpoint(path: str) -> dict:
+    """Read a checkpoint of this script, or fail with one line that says what is wrong with the file."""
+    if not os.path.isfile(path):
+        fail(f"no checkpoint at {path}")
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # truncated, not a torch file, or holding objects that weights_only refuses
+        fail(f"{path} is not a readable checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
+    if not isinstance(ckpt, dict) or not {"script", "args", "agent"} <= ckpt.keys():
+        fail(f"{path} is not a checkpoint of this library")
+    if ckpt["script"] != SCRIPT:
+        fail(f"{path} was written by {ckpt['script']}, not {SCRIPT}")
+    missing = {"optimizer", "global_step", "iteration", "rng"} - ckpt.keys()
+    if missing:
+        fail(f"{path} is an incomplete checkpoint (no {', '.join(sorted(missing))})")
+    return ckpt
+
+
+def restore_agent(agent: nn.Module, ckpt: dict, path: str) -> None:
+    try:
+        agent.load_state_dict(ckpt["agent"])
+    except RuntimeError as e:
+        fail(f"the network in {path} does not fit this one ({str(e).splitlines()[-1].strip()})")
+
+
+def args_from_checkpoint(args: Args) -> tuple[Args, dict]:
+    """--resume / --play: the checkpoint's Args become the defaults, and the flags given override them."""
+    path = args.resume or args.play
+    ckpt = load_checkpoint(path)
+    saved = {k: v for k, v in ckpt["args"].items() if k in {f.name for f in dataclasses.fields(Args)}}
+    defaults = dataclasses.replace(Args(**saved), resume=args.resume, play=args.play)
+    args = tyro.cli(Args, default=defaults, description=__doc__)
+    if args.env_id != ckpt["args"]["env_id"]:
+        fail(f"{path} holds a policy for {ckpt['args']['env_id']}, not for --env-id {args.env_id}")
+    return args, ckpt
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Evaluation and play: run the policy for whole games
+# ---------------------------------------------------------------------------------------------------------
+
+
+def evaluate(args: Args, agent: Agent, episodes: int, video_folder: Optional[str] = None, verbose: bool = False):
+    """Play `episodes` whole games (all lives) with actions sampled from pi, on an env of its own, game i
+    seeded with seed + i. Returns the game scores and lengths (in frames).
+
+    Sampled, not argmax: a greedy Breakout policy that does not press FIRE after losing a life waits for the
+    27k-step time limit. torch's random state is put back afterwards, so evaluating does not change training.
+    """
+    env = make_env(args, video_folder, video_trigger=lambda episode: True)
+    device = next(agent.parameters()).device
+    rng_state = torch.get_rng_state()
+    torch.manual_seed(args.seed)
+    returns, lengths = [], []
+    for episode in range(episodes):
+        obs, _ = env.reset(seed=args.seed + episode)
+        while True:
+            with torch.inference_mode():
+                action, _, _, _ = agent.get_action_and_value(torch.as_tensor(obs[None], device=device))
+            obs, _, terminated, truncated, info = env.step(action.item())
+            if "episode" in info:  # game over: RecordEpisodeStatistics, below EpisodicLife, reports the game
+                break
+            if terminated or truncated:  # a life lost: the same game goes on
+                obs, _ = env.reset()
+        returns.append(float(info["episode"]["r"]))
+        lengths.append(int(info["episode"]["l"]))
+        if verbose:
+            print(f"episode {episode + 1}/{episodes}: return {returns[-1]:.1f}, length {lengths[-1]}")
+    env.close()
+    torch.set_rng_state(rng_state)
+    return returns, lengths
+
+
+def play(args: Args, ckpt: dict) -> None:
+    # A folder of its own for each --play, so that no earlier video is overwritten.
+    video_folder = os.path.join(os.path.dirname(os.path.abspath(args.play)), "videos", f"play-{int(time.time())}")
+    agent = Agent(make_env(args), args.hidden_size)
+    restore_agent(agent, ckpt, args.play)
+    returns, _ = evaluate(args, agent, args.episodes, video_folder if args.capture_video else None, verbose=True)
+    print(f"mean return over {args.episodes} episodes: {np.mean(returns):.1f} +/- {np.std(returns):.1f}")
+    if args.capture_video:
+        print(f"videos: {video_folder}")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Training
+# ---------------------------------------------------------------------------------------------------------
+
+
+def setup_distributed(args: Args) -> tuple[int, torch.device]:
+    """Under torchrun (which sets RANK, LOCAL_RANK and WORLD_SIZE), join the process group: gloo between CPU
+    processes, nccl between GPUs. Returns this process's rank and its device. Without torchrun: rank 0 of 1."""
+    use_cuda = torch.cuda.is_available() and args.cuda
+    if "RANK" not in os.environ:
+        return 0, torch.device("cuda" if use_cuda else "cpu")
+    dist.init_process_group("nccl" if use_cuda else "gloo")
+    if use_cuda:
+        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+    return dist.get_rank(), torch.device(f"cuda:{os.environ['LOCAL_RANK']}" if use_cuda else "cpu")
+
+
+def all_ranks_mean(value: torch.Tensor, args: Args) -> torch.Tensor:
+    """The mean of `value` over the ranks (in place): every rank then holds the same number."""
+    if args.world_size > 1:
+        dist.all_reduce(value)
+        value /= args.world_size
+    return value
+
+
+class Silent:
+    """Stands in for the SummaryWriter on ranks other than 0: only rank 0 logs."""
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None
+
+
+def train(args: Args, ckpt: Optional[dict]) -> None:
+    rank, device = setup_distributed(args)
+    args.batch_size = args.num_envs * args.num_steps
+    # global_step counts the steps of all ranks: each update consumes world_size rollouts.
+    args.num_iterations = args.total_timesteps // (args.batch_size * args.world_size)
+    if ckpt is None:
+        run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+        run_dir = os.path.join("runs", run_name)
+    else:  # a resumed run keeps writing into its own folder; TensorBoard continues its curves
+        run_dir = os.path.dirname(os.path.abspath(args.resume))
+
+    # Seeding: the same seed gives the same run on the CPU; each rank samples and explores with its own seed.
+    random.seed(args.seed + rank)
+    np.random.seed(args.seed + rank)
+    torch.manual_seed(args.seed + rank)
+    torch.use_deterministic_algorithms(args.torch_deterministic)
+    if device.type == "cuda":  # cuDNN picks the fastest convolution algorithm, deterministic ones only if asked
+        torch.backends.cudnn.deterministic = args.torch_deterministic
+        torch.backends.cudnn.benchmark = not args.torch_deterministic
+
+    agent = Agent(make_env(args), args.hidden_size).to(device)
+    envs = make_envs(args)
+    # eps 1e-5 instead of Adam's default 1e-8, as in the reference implementations ([37] detail 3): it bounds
+    # the step lr * m / (sqrt(v) + eps) where a gradient has been near zero, so such a weight cannot jump.
+    # foreach: update all parameter tensors in a few batched operations instead of a Python loop over them.
+    optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, foreach=True)
+    global_step, start_iteration = 0, 1
+    if ckpt is not None:
+        restore_agent(agent, ckpt, args.resume)
+        optimizer.load_state_dict(ckpt["optimizer"])
+        global_step, start_iteration = ckpt["global_step"], ckpt["iteration"] + 1
+        random.setstate(ckpt["rng"]["python"])
+        np_state = ckpt["rng"]["numpy"]
+        np.random.set_state((np_state[0], np.array(np_state[1], dtype=np.uint32), *np_state[2:]))
+        torch.set_rng_state(ckpt["rng"]["torch"])
+    if args.world_size > 1:  # every rank starts from rank 0's weights (each drew its own at construction)
+        for tensor in agent.state_dict().values():
+            dist.broadcast(tensor, src=0)
+    # The run folder is made only now that the env and the checkpoint have been accepted: a refused run
+    # leaves nothing behind. Only rank 0 writes it.
+    if rank == 0:
+        os.makedirs(run_dir, exist_ok=True)
+    writer = SummaryWriter(run_dir) if rank == 0 else Silent()
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in dataclasses.asdict(args).items()),
+    )
+    checkpoint_path = os.path.join(run_dir, "checkpoint.pt")
+    rollout = Rollout(args.num_steps, args.num_envs, envs.single_observation_space.shape)
+
+    # Env i of rank r starts from seed + r N + i; a resumed run starts fresh episodes, seeded from the seed and
+    # the step count.
+    next_obs, _ = envs.reset(seed=args.seed + rank * args.num_envs + global_step)
+
+    # Ctrl-C asks for a clean stop: the current update finishes, a checkpoint is saved, the script exits.
+    stop_requested = []
+
+    def request_stop(signum, frame):
+        stop_requested.append(signum)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C quits at once
+        if rank == 0:
+            tqdm.tqdm.write("Ctrl-C: saving a checkpoint after this update (press again to quit without saving)")
+
+    signal.signal(signal.SIGINT, request_stop)
+    recent_returns = collections.deque(maxlen=20)
+    progress = tqdm.tqdm(total=args.total_timesteps, initial=global_step, unit="step", dynamic_ncols=True,
+                         disable=rank != 0)
+    start_time, start_step = time.time(), global_step
+
+    for iteration in range(start_iteration, args.num_iterations + 1):
+        # Linear annealing: lr_i = (1 - (i - 1) / num_iterations) * alpha, ending near 0 ([37] detail 4).
+        frac = 1.0 - (iteration - 1.0) / args.num_iterations
+        if args.anneal_lr:
+            optimizer.param_groups[0]["lr"] = frac * args.learning_rate
+        # Table 5 anneals epsilon too: the policy may move less and less per update as training converges.
+        clip_coef = frac * args.clip_coef if args.anneal_clip else args.clip_coef
+
+        # --- Rollout: run the current policy pi_old for T steps in each of the N envs -----------------------
+        next_obs, last_value, episodes = collect_rollout(envs, agent, next_obs, rollout)
+        for step, episodic_return, length in episodes:  # rank 0's games: the whole game's real score
+            recent_returns.append(episodic_return)
+            at_step = global_step + (step + 1) * args.num_envs * args.world_size
+            writer.add_scalar("charts/episodic_return", episodic_return, at_step)
+            writer.add_scalar("charts/episodic_length", length, at_step)
+        global_step += args.batch_size * args.world_size
+
+        # --- Advantages: computed once per rollout, from the value function that collected it -------------
+        advantages = compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.final_values, last_value,
+                                 args.gamma, args.gae_lambda)
+        returns = advantages + rollout.values  # the value targets: V^targ_t = A_t + V(s_t)
+        # Flatten [T, N] into one batch of N*T samples: after GAE, the order of the samples no longer matters.
+        b_obs, b_actions, b_logprobs, b_advantages, b_returns, b_values = (
+            torch.as_tensor(x, device=device).flatten(0, 1)
+            for x in (rollout.obs, rollout.actions, rollout.logprobs, advantages, returns, rollout.values)
+        )
+
+        # --- Update: K epochs of minibatch gradient steps on L^{CLIP+VF+S} ----------------------------------
+        clipfracs = []
+        for epoch in range(args.update_epochs):
+            for mb in torch.randperm(args.batch_size, device=device).split(args.minibatch_size):
+                _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb], b_actions[mb])
+                # r_t(theta) = pi(a_t|s_t) / pi_old(a_t|s_t), computed as exp(log pi - log pi_old): a ratio
+                # of two small probabilities is numerically fragile, a difference of logs is not.
+                logratio = newlogprob - b_logprobs[mb]
+                ratio = logratio.exp()
+                with torch.no_grad():
+                    # KL[pi_old || pi] estimators (http://joschu.net/blog/kl-approx.html): diagnostics only.
+                    old_approx_kl = (-logratio).mean()
+                    approx_kl = ((ratio - 1) - logratio).mean()
+                    clipfracs.append(((ratio - 1.0).abs() > clip_coef).float().mean().item())
+
+                mb_advantages = b_advantages[mb]
+                if args.norm_adv:
+                    mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+
+                pg_loss = clipped_surrogate_loss(ratio, mb_advantages, clip_coef)
+                if args.clip_vloss:
+                    v_loss = clipped_value_loss(newvalue, b_values[mb], b_returns[mb], args.vf_clip_coef)
+                else:  # L^VF = (V(s_t) - V^targ_t)^2, halved so its gradient is the plain error       (eq. 9)
+                    v_loss = 0.5 * ((newvalue - b_returns[mb]) ** 2).mean()
+                entropy_loss = entropy.mean()
+                # L^{CLIP+VF+S} = L^CLIP - c1 L^VF + c2 S is maximized; we minimize its negative       (eq. 9)
+                loss = pg_loss + args.vf_coef * v_loss - args.ent_coef * entropy_loss
+
+                optimizer.zero_grad()
+                loss.backward()
+                # Several ranks: average each gradient over them, so that every rank takes the same step, the
+                # one a single process holding all world_size x N x T samples would take.
+                for param in agent.parameters():
+                    all_ranks_mean(param.grad, args)
+                # Global grad-norm clipping: one norm over all parameters together, rescaled to at most
+                # max_grad_norm, so one bad minibatch cannot make a huge step ([37] detail 11).
+                nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                optimizer.step()
+
+            # Early stop: once pi has drifted this far from pi_old, more epochs on the same data would take it
+            # past where the samples say anything (Spinning Up's PPO; CleanRL checks after each epoch).
+            if args.target_kl is not None and all_ranks_mean(approx_kl, args) > args.target_kl:
+                break  # (the mean over the ranks: they must all stop at the same epoch)
+
+        # --- Diagnostics and logging ------------------------------------------------------------------------
+        # Explained variance of the value targets by V: 1 is a perfect critic, 0 no better than a constant.
+        var_returns = np.var(returns)
+        explained_var = 1 - np.var(returns - rollout.values) / var_returns if var_returns > 0 else float("nan")
+        sps = int((global_step - start_step) / (time.time() - start_time))
+        writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
+        writer.add_scalar("charts/clip_coef", clip_coef, global_step)
+        writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
+        writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
+        writer.add_scalar("losses/entropy", entropy_loss.item(), global_step)
+        writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
+        writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
+        writer.add_scalar("losses/clipfrac", np.mean(clipfracs), global_step)
+        writer.add_scalar("losses/explained_variance", explained_var, global_step)
+        writer.add_scalar("losses/update_epochs", epoch + 1, global_step)
+        writer.add_scalar("charts/SPS", sps, global_step)
+        progress.update(args.batch_size)
+        if recent_returns:
+            progress.set_postfix_str(f"return(last {len(recent_returns)}) {np.mean(recent_returns):.1f}, SPS {sps}")
+
+        # --- Evaluation of the policy on whole games, on an env of its own ---------------------------------
+        last = iteration == args.num_iterations
+        if rank == 0 and args.eval_every and (last or iteration % args.eval_every == 0):
+            video_folder = os.path.join(run_dir, "videos", f"eval-{global_step}") if args.capture_video else None
+            eval_returns, eval_lengths = evaluate(args, agent, args.eval_episodes, video_folder)
+            writer.add_scalar("eval/mean_return", np.mean(eval_returns), global_step)
+            writer.add_scalar("eval/mean_length", np.mean(eval_lengths), global_step)
+            tqdm.tqdm.write(f"step {global_step}: mean score over {args.eval_episodes} games "
+                            f"{np.mean(eval_returns):.1f}")
+
+        # --- Checkpoint -------------------------------------------------------------------------------------
+        if args.world_size > 1:  # a Ctrl-C seen by any rank stops them all after the same update
+            if all_ranks_mean(torch.tensor(float(bool(stop_requested))), args) > 0 and not stop_requested:
+                stop_requested.append(signal.SIGINT)
+        checkpoint_due = args.checkpoint_every and iteration % args.checkpoint_every == 0
+        if rank == 0 and (last or stop_requested or checkpoint_due):
+            save_checkpoint(checkpoint_path, args, agent, optimizer, global_step, iteration)
+        if stop_requested:
+            break
+
+    progress.close()
+    envs.close()
+    writer.close()
+    if args.world_size > 1:
+        dist.destroy_process_group()
+    if rank == 0:
+        print(f"checkpoint: {checkpoint_path} (step {global_step})")
+    if stop_requested:
+        raise SystemExit(130)  # the conventional status of a program stopped by Ctrl-C
+
+
+def main() -> None:
+    args = tyro.cli(Args, description=__doc__)
+    if args.resume and args.play:
+        fail("give either --resume or --play, not both")
+    ckpt = None
+    if args.resume or args.play:
+        args, ckpt = args_from_checkpoint(args)
+    args.world_size = int(os.environ.get("WORLD_SIZE", 1))
+    check_args(args)
+    if args.resume and ckpt["global_step"] + args.num_envs * args.num_steps * args.world_size > \
+            args.total_timesteps:
+        fail(f"{args.resume} has already trained {ckpt['global_step']} steps; "
+             f"give a larger --total-timesteps to train longer")
+    try:
+        play(args, ckpt) if args.play else train(args, ckpt)
+    except KeyboardInterrupt:
+        print(f"{SCRIPT}: interrupted", file=sys.stderr)
+        raise SystemExit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""ppo_breakout_atari.py: the wrapper stack reports whole games, the CNN agent's shapes, the script end to end
+from its command line (train, resume, play with MP4, Ctrl-C, bad input), and two torchrun ranks on the CPU
+ending an update with identical parameters."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import ppo_breakout_atari as ppo
+from conftest import (CLEANRL_TAGS, ROOT, ctrl_c_saves_a_checkpoint, expect_unreadable_checkpoints_refused,
+                      expect_usage_error, run_dirs, run_script, scalars)
+
+SCRIPT = "ppo_breakout_atari.py"
+# A tiny configuration: 2 envs x 128 steps = 256 samples per update, 2 updates, 1 epoch, on the CPU.
+TINY = ["--total-timesteps", "512", "--num-envs", "2", "--num-steps", "128", "--minibatch-size", "128",
+        "--update-epochs", "1", "--checkpoint-every", "1", "--no-cuda", "--vectorization-mode", "sync"]
+
+
+def test_the_env_reports_whole_games_with_the_real_score():
+    env = ppo.make_env(ppo.Args())
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == env.observation_space.shape == (4, 84, 84) and obs.dtype == np.uint8
+    rng = np.random.default_rng(0)
+    lives_lost, clipped_sum = 0, 0.0
+    for _ in range(20_000):
+        obs, reward, terminated, truncated, info = env.step(int(rng.integers(4)))
+        clipped_sum += reward
+        assert reward in (-1.0, 0.0, 1.0)
+        if "episode" in info:  # the game is over: every life is gone
+            break
+        if terminated or truncated:  # a lost life ends the training episode; the game goes on after a reset
+            lives_lost += 1
+            obs, _ = env.reset()
+    assert lives_lost == 4 and terminated  # the fifth life's end is the game's end
+    # Breakout's bricks are worth 1 to 7 points: the reported score is the real one, never below the count
+    # of bricks hit (the sum of the sign-clipped rewards the agent trains on).
+    assert info["episode"]["r"] >= clipped_sum >= 0
+    assert info["episode"]["l"] > 4 * 100  # in frames
+
+
+def test_agent_shapes_and_shared_trunk():
+    torch.manual_seed(0)
+    agent = ppo.Agent(ppo.make_env(ppo.Args()), hidden_size=512)
+    x = torch.randint(0, 256, (5, 4, 84, 84), dtype=torch.uint8)
+    action, log_prob, entropy, value = agent.get_action_and_value(x)
+    assert action.shape == log_prob.shape == entropy.shape == value.shape == (5,)
+    torch.testing.assert_close(value, agent.get_value(x))
+    assert entropy.min().item() > 0.99 * np.log(4)  # the 0.01-gain policy head starts near uniform
+    # One trunk feeds both heads: a value loss moves the features the policy reads.
+    agent.get_value(x).sum().backward()
+    assert agent.trunk[0].weight.grad.abs().sum() > 0 and agent.actor.weight.grad is None
+
+
+def test_train_resume_play(tmp_path):
+    result = run_script(SCRIPT, *TINY, "--eval-every", "2", "--eval-episodes", "1", "--capture-video",
+                        cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    (run_dir,) = run_dirs(tmp_path)
+    checkpoint = run_dir / "checkpoint.pt"
+    ckpt = torch.load(checkpoint, weights_only=True)
+    assert ckpt["global_step"] == 512 and ckpt["iteration"] == 2
+    logged = scalars(run_dir)
+    assert (CLEANRL_TAGS - {"charts/episodic_return", "charts/episodic_length"}) | {"eval/mean_return",
+                                                                                   "charts/clip_coef"} <= set(logged)
+    # Table 5: epsilon annealed with the learning rate, 0.1 x (1 - (i - 1) / 2) for updates i = 1, 2.
+    assert [round(v, 6) for _, v in logged["charts/clip_coef"]] == [0.1, 0.05]
+    videos = list((run_dir / "videos" / "eval-512").glob("*.mp4"))
+    assert len(videos) == 1 and videos[0].stat().st_size > 0
+
+    result = run_script(SCRIPT, "--resume", str(checkpoint), "--total-timesteps", "768", "--eval-every", "0",
+                        cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert run_dirs(tmp_path) == [run_dir]
+    assert torch.load(checkpoint, weights_only=True)["global_step"] == 768
+
+    result = run_script(SCRIPT, "--play", str(checkpoint), "--episodes", "1", "--capture-video", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "episode 1/1: return" in result.stdout and "mean return over 1 episodes:" in result.stdout
+    videos = list((run_dir / "videos").glob("play-*/*.mp4"))
+    assert len(videos) == 1 and videos[0].stat().st_size > 0
+
+
+DRIVER = """
+import os, sys
+import torch
+sys.path.insert(0, {root!r})
+import ppo_breakout_atari as ppo
+
+agents = []
+
+
+class Recorded(ppo.Agent):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        agents.append(self)
+        self.initial = {{k: v.clone() for k, v in self.state_dict().items()}}
+
+
+ppo.Agent = Recorded
+sys.argv = ["ppo_breakout_atari.py", *{argv!r}]
+ppo.main()
+torch.save({{"initial": agents[-1].initial, "final": agents[-1].state_dict()}},
+           f"rank{{os.environ['RANK']}}.pt")
+"""
+
+
+def test_two_torchrun_ranks_end_an_update_with_identical_parameters(tmp_path):
+    argv = [*TINY, "--total-timesteps", "512", "--eval-every", "0"]  # 2 ranks x 256 samples: one update
+    (tmp_path / "driver.py").write_text(DRIVER.format(root=str(ROOT), argv=argv))
+    result = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "driver.py"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rank0, rank1 = (torch.load(tmp_path / f"rank{r}.pt", weights_only=True) for r in (0, 1))
+    # Each rank drew its own weights (its own seed), then took rank 0's, and the averaged gradients kept
+    # them equal through the update, which moved them.
+    assert any(not torch.equal(rank0["initial"][k], rank1["initial"][k]) for k in rank0["initial"])
+    for name in rank0["final"]:
+        assert torch.equal(rank0["final"][name], rank1["final"][name]), name
+    assert any(not torch.equal(rank0["final"][k], rank0["initial"][k]) for k in rank0["final"])
+    # Only rank 0 logs and saves: one run folder, and it counts both ranks' steps.
+    (run_dir,) = run_dirs(tmp_path)
+    assert torch.load(run_dir / "checkpoint.pt", weights_only=True)["global_step"] == 512
+
+
+def test_ctrl_c_saves_a_checkpoint_and_exits(tmp_path):
+    ctrl_c_saves_a_checkpoint(SCRIPT, "--num-envs", "2", "--num-steps", "64", "--minibatch-size", "64",
+                              "--no-cuda", "--checkpoint-every", "0", "--eval-every", "0", cwd=tmp_path,
+                              steps_per_update=2 * 64, total_timesteps=2_500_000)
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["--env-id", "NoSuchEnv-v0"], "cannot make --env-id 'NoSuchEnv-v0'"),
+        (["--env-id", "CartPole-v1"], "CartPole-v1 is not an Atari game; this script needs one of the ALE"),
+        (["--env-id", "ALE/Breakout-v5"], "skips frames itself; this script skips them with MaxAndSkip"),
+        (["--num-envs", "0"], "--num-envs must be positive"),
+        (["--num-envs", "2", "--num-steps", "16", "--minibatch-size", "64"], "larger than the rollout"),
+        (["--total-timesteps", "1000"], "less than one rollout of every rank"),
+        (["--clip-coef", "0"], "--clip-coef must be positive"),
+        (["--resume", "missing.pt"], "no checkpoint at missing.pt"),
+    ],
+)
+def test_bad_arguments(argv, fragment, capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    expect_usage_error(ppo, capsys, monkeypatch, argv, fragment)
+    assert not (tmp_path / "runs").exists(), "a refused run must not leave a run folder behind"
+
+
+def test_bad_checkpoints(capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    expect_unreadable_checkpoints_refused(ppo, capsys, monkeypatch, tmp_path)
+    args = ppo.Args()
+    agent = ppo.Agent(ppo.make_env(args), args.hidden_size)
+    real = tmp_path / "real.pt"
+    ppo.save_checkpoint(str(real), args, agent, torch.optim.Adam(agent.parameters()), 0, 0)
+    expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(real), "--env-id", "PongNoFrameskip-v4"],
+                       "holds a policy for BreakoutNoFrameskip-v4, not for --env-id PongNoFrameskip-v4")
+    expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(real), "--hidden-size", "256"], "does not fit")
