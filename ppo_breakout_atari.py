@@ -77,7 +77,8 @@ class Args:
     exp_name: str = SCRIPT[: -len(".py")]
     """name of the experiment: runs are saved in runs/<env-id>__<exp-name>__<seed>__<unix-time>/"""
     seed: int = 1
-    """seed of Python, NumPy, torch and the environments: the same seed gives the same run on the CPU"""
+    """seed of Python, NumPy, torch and the environments: the same seed gives the same run on the CPU (under
+    torchrun, rank r uses seed + r for its sampling and seed + r N + i for its env i)"""
     torch_deterministic: bool = True
     """let torch use deterministic algorithms only (torch.use_deterministic_algorithms)"""
     cuda: bool = True
@@ -101,8 +102,8 @@ class Args:
 
     # --- environment ---
     env_id: str = "BreakoutNoFrameskip-v4"
-    """an Atari game of the ALE without frame skipping (...NoFrameskip-v4, or ALE/...-v5 with frameskip=1 is
-    not needed: the script skips frames itself); v4: no sticky actions, as in the paper and CleanRL"""
+    """an Atari game of the ALE that does not skip frames itself (the ...NoFrameskip-v4 ids: MaxAndSkip does
+    the skipping); v4 has no sticky actions, as in the paper and in CleanRL's and SB3's Atari results"""
     total_timesteps: int = 2_500_000
     """agent steps to train for, summed over all environments and ranks (one step = 4 frames: 10M frames)"""
     num_envs: int = 8
@@ -869,7 +870,8 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
 
         # --- Checkpoint -------------------------------------------------------------------------------------
         if args.world_size > 1:  # a Ctrl-C seen by any rank stops them all after the same update
-            if all_ranks_mean(torch.tensor(float(bool(stop_requested))), args) > 0 and not stop_requested:
+            anyone_stopping = all_ranks_mean(torch.tensor(float(bool(stop_requested)), device=device), args) > 0
+            if anyone_stopping and not stop_requested:
                 stop_requested.append(signal.SIGINT)
         checkpoint_due = args.checkpoint_every and iteration % args.checkpoint_every == 0
         if rank == 0 and (last or stop_requested or checkpoint_due):

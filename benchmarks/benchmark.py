@@ -16,7 +16,7 @@ Contract with the training scripts (every script of the library follows it, so n
 --play-episodes N scores each seed's final policy the way its lesson's target is stated (greedy actions, N
 fresh episodes) rather than by the training episodes, which are played with a sampled, exploring policy.
 --plot writes the learning curve: the rolling mean return against env steps for every seed, their mean and
-min-max band, and (when the script logs it) the greedy evaluation return `eval/mean_return`.
+min-max band, and (when the script logs it) the evaluation return `eval/mean_return`.
 --label names a configuration (a row's `label`, the CSV's default name); --compare draws several benchmark
 CSVs (say, one per objective) into one --plot, one colour per CSV, each as its mean and min-max band.
 
@@ -415,7 +415,7 @@ def plot_panels(args: Args, panels: list[tuple[str, list[tuple[str, str, dict]]]
             ax.axhline(target, color="gray", linestyle="--", linewidth=1, label=f"target {target:g}")
         ax.set_xlabel("env steps")
         ax.set_ylabel(f"return, mean of last {args.window} episodes" if panel == "training episodes"
-                      else f"greedy policy's mean return ({EVAL_TAG})")
+                      else f"mean return of the evaluation episodes ({EVAL_TAG})")
         ax.set_title(panel)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
@@ -431,7 +431,7 @@ def plot_curves(args: Args, rows: list[dict]) -> None:
     for each seed (thin), their mean and min-max band; beside it the greedy evaluation return when logged."""
     curves, evals = read_curves(args, rows)
     panels = [("training episodes", [("", "tab:blue", curves)])]
-    panels += [("greedy evaluation", [("", "tab:blue", evals)])] if evals else []
+    panels += [("evaluation", [("", "tab:blue", evals)])] if evals else []
     label = f" ({args.label})" if args.label else ""
     plot_panels(args, panels, f"{Path(args.script).name}{label} on {rows[0]['env_id']}")
 
@@ -445,7 +445,7 @@ def plot_comparison(args: Args, groups: dict[str, list[dict]]) -> None:
         training.append((f"{label}: ", color, curves))
         if evals:
             evaluation.append((f"{label}: ", color, evals))
-    panels = [("training episodes", training)] + ([("greedy evaluation", evaluation)] if evaluation else [])
+    panels = [("training episodes", training)] + ([("evaluation", evaluation)] if evaluation else [])
     first = next(iter(groups.values()))[0]
     plot_panels(args, panels, f"{first['script']} on {first['env_id']}: {', '.join(groups)}")
 
