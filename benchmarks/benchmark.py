@@ -415,7 +415,7 @@ def plot_panels(args: Args, panels: list[tuple[str, list[tuple[str, str, dict]]]
             ax.axhline(target, color="gray", linestyle="--", linewidth=1, label=f"target {target:g}")
         ax.set_xlabel("env steps")
         ax.set_ylabel(f"return, mean of last {args.window} episodes" if panel == "training episodes"
-                      else f"mean return of the evaluation episodes ({EVAL_TAG})")
+                      else f"mean return ({EVAL_TAG})")
         ax.set_title(panel)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
