@@ -394,60 +394,53 @@ def draw_mean_and_band(ax, runs: dict, color: str, label: str) -> None:
         ax.plot(grid, stacked.mean(0), color=color, linewidth=2, label=label)
 
 
-def plot_panels(args: Args, panels: list[tuple[str, list[tuple[str, str, dict]]]], title: str) -> None:
-    """One axes per panel (title, [(label, color, runs)]): each group of runs as its mean and band, its runs
-    thin (when a group is the only one), the target as a dashed line."""
+def plot_curves(args: Args, groups: dict[str, list[dict]]) -> None:
+    """Learning curves in one PNG: the rolling mean training return against env steps and, beside it, the
+    evaluation return when the script logs it. `groups` maps a configuration's label to its rows: a single
+    group is drawn seed by seed (thin) with its mean and min-max band, several groups (--compare) one colour
+    each, as their mean and band."""
     import matplotlib
 
     matplotlib.use("Agg")  # draw to a file, no display needed
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.5), squeeze=False)
-    for ax, (panel, groups) in zip(axes[0], panels):
-        for label, color, runs in groups:
-            if len(groups) == 1:
-                for seed, (steps, values) in sorted(runs.items()):
-                    ax.plot(steps, values, linewidth=0.7, alpha=0.6, label=f"seed {seed}")
-            if len(runs) > 1 or len(groups) > 1:
-                draw_mean_and_band(ax, runs, color, f"{label}mean of {len(runs)} seeds, min-max band")
-        target = args.threshold if panel == "training episodes" else args.play_threshold
-        if target is not None:
-            ax.axhline(target, color="gray", linestyle="--", linewidth=1, label=f"target {target:g}")
-        ax.set_xlabel("env steps")
-        ax.set_ylabel(f"return, mean of last {args.window} episodes" if panel == "training episodes"
-                      else f"mean return ({EVAL_TAG})")
-        ax.set_title(panel)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    figure.suptitle(title)
-    figure.tight_layout()
-    args.plot.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(args.plot, dpi=100)
-    plt.close(figure)
-
-
-def plot_curves(args: Args, rows: list[dict]) -> None:
-    """Learning curves of the analysed runs in one PNG: the rolling mean training return against env steps
-    for each seed (thin), their mean and min-max band; beside it the greedy evaluation return when logged."""
-    curves, evals = read_curves(args, rows)
-    panels = [("training episodes", [("", "tab:blue", curves)])]
-    panels += [("evaluation", [("", "tab:blue", evals)])] if evals else []
-    label = f" ({args.label})" if args.label else ""
-    plot_panels(args, panels, f"{Path(args.script).name}{label} on {rows[0]['env_id']}")
-
-
-def plot_comparison(args: Args, groups: dict[str, list[dict]]) -> None:
-    """Several configurations in one PNG: for each, the mean and min-max band over its seeds."""
     colors = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown"]
     training, evaluation = [], []
     for (label, rows), color in zip(groups.items(), colors * len(groups)):
         curves, evals = read_curves(args, rows)
-        training.append((f"{label}: ", color, curves))
+        prefix = f"{label}: " if len(groups) > 1 else ""
+        training.append((prefix, color, curves))
         if evals:
-            evaluation.append((f"{label}: ", color, evals))
-    panels = [("training episodes", training)] + ([("evaluation", evaluation)] if evaluation else [])
-    first = next(iter(groups.values()))[0]
-    plot_panels(args, panels, f"{first['script']} on {first['env_id']}: {', '.join(groups)}")
+            evaluation.append((prefix, color, evals))
+    panels = [("training episodes", f"return, mean of last {args.window} episodes", args.threshold, training)]
+    if evaluation:
+        panels.append(("evaluation", f"mean return ({EVAL_TAG})", args.play_threshold, evaluation))
+
+    figure, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.5), squeeze=False)
+    for ax, (panel, ylabel, target, panel_groups) in zip(axes[0], panels):
+        for prefix, color, runs in panel_groups:
+            if len(groups) == 1:
+                for seed, (steps, values) in sorted(runs.items()):
+                    ax.plot(steps, values, linewidth=0.7, alpha=0.6, label=f"seed {seed}")
+            if len(runs) > 1 or len(groups) > 1:
+                draw_mean_and_band(ax, runs, color, f"{prefix}mean of {len(runs)} seeds, min-max band")
+        if target is not None:
+            ax.axhline(target, color="gray", linestyle="--", linewidth=1, label=f"target {target:g}")
+        ax.set_xlabel("env steps")
+        ax.set_ylabel(ylabel)
+        ax.set_title(panel)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    first_label, first_rows = next(iter(groups.items()))
+    if len(groups) > 1:
+        named = f": {', '.join(groups)}"
+    else:
+        named = f" ({first_label})" if first_label else ""
+    figure.suptitle(f"{first_rows[0]['script']} on {first_rows[0]['env_id']}{named}")
+    figure.tight_layout()
+    args.plot.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(args.plot, dpi=100)
+    plt.close(figure)
 
 
 def compare(args: Args) -> int:
@@ -466,7 +459,7 @@ def compare(args: Args) -> int:
             return 2
         groups[rows[0].get("label") or path.stem] = rows
     try:
-        plot_comparison(args, groups)
+        plot_curves(args, groups)
     except RunFailed as error:
         print(f"--compare: {error}", file=sys.stderr)
         return 1
@@ -544,7 +537,7 @@ def main(args: Args) -> int:
         write_csv(csv_path, rows)
         print(f"Rows written to {csv_path}")
     if rows and args.plot:
-        plot_curves(args, rows)
+        plot_curves(args, {args.label: rows})
         print(f"Learning curves drawn in {args.plot}")
     if failures:
         print(f"{len(failures)} run(s) failed:", file=sys.stderr)
