@@ -383,7 +383,7 @@ def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None)
     return FrameStack(env, k=4)
 
 
-def make_envs(args: Args, rank: int = 0) -> gym.vector.VectorEnv:
+def make_envs(args: Args) -> gym.vector.VectorEnv:
     """N copies of make_env in one vector env (main has already made one here, so the id is known to work).
 
     Autoreset: when one of the N envs ends, the vector env resets it by itself. Gymnasium >= 1.0 does that on

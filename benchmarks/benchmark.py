@@ -16,7 +16,8 @@ Contract with the training scripts (every script of the library follows it, so n
 --play-episodes N scores each seed's final policy the way its lesson's target is stated (greedy actions, N
 fresh episodes) rather than by the training episodes, which are played with a sampled, exploring policy.
 --plot writes the learning curve: the rolling mean return against env steps for every seed, their mean and
-min-max band, and (when the script logs it) the evaluation return `eval/mean_return`.
+min-max band, and (when the script logs it) the evaluation return `eval/mean_return`. --tag and --eval-tag
+draw other per-episode and per-evaluation scalars instead (Mario: `charts/x_pos`, `eval/flag_rate`).
 --label names a configuration (a row's `label`, the CSV's default name); --compare draws several benchmark
 CSVs (say, one per objective) into one --plot, one colour per CSV, each as its mean and min-max band.
 
@@ -56,7 +57,6 @@ from tyro.conf import Positional
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SPS_TAG = "charts/SPS"
-EVAL_TAG = "eval/mean_return"  # the greedy policy's return, logged by the scripts that evaluate during training
 
 
 @dataclass
@@ -70,7 +70,10 @@ class Args:
     window: int = 20
     """number of most recent episodes averaged into the rolling mean and into the final return (usually 10-100)"""
     tag: str = "charts/episodic_return"
-    """TensorBoard scalar with one value per finished episode"""
+    """TensorBoard scalar with one value per finished episode (e.g. charts/x_pos for Mario: how far it got)"""
+    eval_tag: str = "eval/mean_return"
+    """TensorBoard scalar of the evaluations during training, drawn beside the training curve when the script
+    logs it (e.g. eval/flag_rate for Mario)"""
     exp_name: str = "bench"
     """passed to the script as --exp-name; the runs land in runs/*__{exp_name}__{seed}__*"""
     workdir: Path = REPO_ROOT
@@ -376,8 +379,8 @@ def read_curves(args: Args, rows: list[dict]) -> tuple[dict, dict]:
         episodes = scalars.get(args.tag, [])
         if episodes:
             curves[row["seed"]] = ([e.step for e in episodes], rolling_mean([e.value for e in episodes], args.window))
-        if scalars.get(EVAL_TAG):
-            evals[row["seed"]] = ([e.step for e in scalars[EVAL_TAG]], [e.value for e in scalars[EVAL_TAG]])
+        if scalars.get(args.eval_tag):
+            evals[row["seed"]] = ([e.step for e in scalars[args.eval_tag]], [e.value for e in scalars[args.eval_tag]])
     return curves, evals
 
 
@@ -412,9 +415,10 @@ def plot_curves(args: Args, groups: dict[str, list[dict]]) -> None:
         training.append((prefix, color, curves))
         if evals:
             evaluation.append((prefix, color, evals))
-    panels = [("training episodes", f"return, mean of last {args.window} episodes", args.threshold, training)]
+    measure = "return" if args.tag == Args.tag else args.tag
+    panels = [("training episodes", f"{measure}, mean of last {args.window} episodes", args.threshold, training)]
     if evaluation:
-        panels.append(("evaluation", f"mean return ({EVAL_TAG})", args.play_threshold, evaluation))
+        panels.append(("evaluation", args.eval_tag, args.play_threshold, evaluation))
 
     figure, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.5), squeeze=False)
     for ax, (panel, ylabel, target, panel_groups) in zip(axes[0], panels):

@@ -272,6 +272,24 @@ def test_play_episodes_and_plot(tmp_path):
     assert "greedy policy over 3 episodes: mean return per seed 100.0, 200.0" in again.stdout
 
 
+def test_other_tags_are_drawn(tmp_path):
+    """--tag and --eval-tag draw other scalars than the return (Mario: charts/x_pos and eval/flag_rate)."""
+    assert run_benchmark(tmp_path).returncode == 0
+    rows = list(csv.DictReader(open(tmp_path / "out.csv")))
+    args = benchmark.Args(script="ppo_fake.py", tag="charts/episodic_length", eval_tag="charts/SPS", window=2)
+    curves, evals = benchmark.read_curves(args, rows)
+    assert curves["1"] == ([10 * k for k in range(1, 11)], [10.0] * 10)
+    assert evals["2"] == ([50, 100], [1000.0, 1000.0])
+    plot = tmp_path / "lengths.png"
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARK), "--script", str(tmp_path / "ppo_fake.py"), "--workdir", str(tmp_path),
+         "--from-logs", "runs/*__bench__*", "--tag", "charts/episodic_length", "--eval-tag", "charts/SPS",
+         "--csv", str(tmp_path / "lengths.csv"), "--plot", str(plot)],
+        capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def test_a_failing_play_fails_its_seed(tmp_path):
     result = run_benchmark(tmp_path, fail_play_seed=2, options=["--play-episodes", "5"])
     assert result.returncode == 1

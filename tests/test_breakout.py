@@ -54,6 +54,57 @@ def test_agent_shapes_and_shared_trunk():
     assert agent.trunk[0].weight.grad.abs().sum() > 0 and agent.actor.weight.grad is None
 
 
+def test_bf16_trunk_keeps_the_ratio_at_one_and_stays_close_to_fp32():
+    """--precision bf16 runs the trunk in bfloat16: its features are bf16 numbers handed on as float32, a
+    rollout's log-probs (batches of N envs) and the update's (minibatches) come from the same network, so
+    the ratio starts at 1; and the policy is the float32 one up to bf16 rounding."""
+    torch.manual_seed(0)
+    env = ppo.make_env(ppo.Args())
+    fp32 = ppo.Agent(env, hidden_size=512)
+    bf16 = ppo.Agent(env, hidden_size=512, bf16=True)
+    bf16.load_state_dict(fp32.state_dict())
+    torch.nn.init.orthogonal_(fp32.actor.weight, 1.0)  # a policy head that has learned something
+    bf16.actor.weight.data.copy_(fp32.actor.weight)
+    frames = []  # real frames: a random game
+    obs, _ = env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    for _ in range(64):
+        frames.append(obs)
+        obs, _, terminated, truncated, _ = env.step(int(rng.integers(4)))
+        if terminated or truncated:
+            obs, _ = env.reset()
+    x = torch.as_tensor(np.stack(frames))
+    actions = torch.as_tensor(rng.integers(4, size=64))
+    with torch.no_grad():
+        features = bf16.features(x)
+        assert features.dtype == torch.float32
+        assert torch.equal(features, features.bfloat16().float())  # bf16 values
+        assert not torch.equal(fp32.features(x), fp32.features(x).bfloat16().float())
+        _, minibatch_logprob, _, _ = bf16.get_action_and_value(x, actions)
+        rollout_logprob = torch.cat([bf16.get_action_and_value(x[i:i + 8], actions[i:i + 8])[1]
+                                     for i in range(0, 64, 8)])
+        ratio = (minibatch_logprob - rollout_logprob).exp()
+        assert (ratio - 1).abs().max() < 1e-4
+        _, fp32_logprob, _, fp32_value = fp32.get_action_and_value(x, actions)
+        _, _, _, bf16_value = bf16.get_action_and_value(x, actions)
+        assert (minibatch_logprob - fp32_logprob).abs().max() < 1e-2
+        assert (minibatch_logprob - fp32_logprob).abs().max() > 0  # it does compute in bf16
+        assert (bf16_value - fp32_value).abs().max() < 1e-2
+    # Gradients reach the float32 weights (autocast keeps the master weights and Adam in float32).
+    bf16.get_value(x).sum().backward()
+    assert bf16.trunk[0].weight.grad.dtype == torch.float32 and bf16.trunk[0].weight.grad.abs().sum() > 0
+
+
+@pytest.mark.parametrize("precision, avx512_bf16, amx, expected", [
+    ("fp32", True, True, False), ("bf16", False, False, True),
+    ("auto", True, False, True), ("auto", False, True, True), ("auto", False, False, False),
+])
+def test_precision_auto_picks_bf16_only_where_the_cpu_has_it(precision, avx512_bf16, amx, expected, monkeypatch):
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
+    assert ppo.use_bf16(ppo.Args(precision=precision), torch.device("cpu")) is expected
+
+
 def test_train_resume_play(tmp_path):
     result = run_script(SCRIPT, *TINY, "--eval-every", "2", "--eval-episodes", "1", "--capture-video",
                         cwd=tmp_path)
@@ -70,8 +121,9 @@ def test_train_resume_play(tmp_path):
     videos = list((run_dir / "videos" / "eval-512").glob("*.mp4"))
     assert len(videos) == 1 and videos[0].stat().st_size > 0
 
+    # (the resumed part in float32: --precision changes the arithmetic, not what the checkpoint holds)
     result = run_script(SCRIPT, "--resume", str(checkpoint), "--total-timesteps", "768", "--eval-every", "0",
-                        cwd=tmp_path)
+                        "--precision", "fp32", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert run_dirs(tmp_path) == [run_dir]
     assert torch.load(checkpoint, weights_only=True)["global_step"] == 768
