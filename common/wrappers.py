@@ -12,7 +12,9 @@ CartPole, LunarLander and Pendulum need no wrapper beyond gymnasium's own. Below
 stack of Mnih et al. 2015 (Nature DQN) as the PPO paper used it for Atari, in the order a script applies
 them: NoopReset, MaxAndSkip, EpisodicLife, FireReset, GrayscaleResize, ClipReward, FrameStack. Each is tested
 against gymnasium's own equivalent (tests/test_atari_wrappers.py), and where one deliberately differs, its
-docstring and its test say how and why.
+docstring and its test say how and why. Then Super Mario Bros (ppo_mario_cnn.py, tests/test_mario.py):
+ToGymnasium, which gives the script a gymnasium env whichever API the installed gym-super-mario-bros speaks,
+and MarioReward, the seed tutorial's reward shaping; Mario reuses MaxAndSkip, GrayscaleResize and FrameStack.
 """
 
 import collections
@@ -161,3 +163,79 @@ class FrameStack(gym.Wrapper):
         obs, reward, terminated, truncated, info = self.env.step(action)
         self.frames.append(obs)
         return np.stack(self.frames), reward, terminated, truncated, info
+
+
+class ToGymnasium(gym.Env):
+    """A gymnasium env around an env of either API: the old gym one (reset() -> obs, step() -> obs, reward, done,
+    info: gym-super-mario-bros 7.x with nes-py 8.x, the releases below Python 3.13) or gymnasium's (reset(seed,
+    options) -> obs, info, step() -> obs, reward, terminated, truncated, info: 9.x, from Python 3.13). Which one
+    is read off the env's class, once.
+
+    An old env's `done` becomes terminated, or truncated where gym's TimeLimit said so in
+    info["TimeLimit.truncated"]. Observations are copied: nes-py returns a view of the emulator's screen, which
+    the next frame overwrites (MaxAndSkip keeps two frames). render() returns the last screen (rgb_array, for
+    RecordVideo), so both APIs record the same way."""
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 60}  # the NES draws 60 frames a second
+
+    def __init__(self, env):
+        self.env = env
+        self.old_api = not isinstance(env, gym.Env)
+        space = env.observation_space
+        self.observation_space = gym.spaces.Box(np.min(space.low), np.max(space.high), space.shape, space.dtype)
+        self.action_space = gym.spaces.Discrete(int(env.action_space.n))
+        self.render_mode = "rgb_array"
+        self.screen = None
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        if self.old_api:  # (an old env has no seed to set; the NES is deterministic anyway)
+            obs, info = self.env.reset(), {}
+        else:
+            obs, info = self.env.reset(seed=seed, options=options)
+        self.screen = np.array(obs)  # a copy
+        return self.screen, dict(info)
+
+    def step(self, action):
+        if self.old_api:
+            obs, reward, done, info = self.env.step(action)
+            truncated = bool(info.get("TimeLimit.truncated", False))
+            terminated = bool(done) and not truncated
+        else:
+            obs, reward, terminated, truncated, info = self.env.step(action)
+        self.screen = np.array(obs)  # a copy
+        return self.screen, float(reward), bool(terminated), bool(truncated), dict(info)
+
+    def render(self):
+        return self.screen
+
+    def close(self):
+        self.env.close()
+
+
+class MarioReward(gym.Wrapper):
+    """The seed tutorial's reward shaping for Super Mario Bros, on the env's own reward r (x progress, clock and
+    death penalties): r + (score gained) / 40, then +50 when the episode ends with the flag reached and -50 when
+    it ends otherwise (Mario died), all divided by 10. Points (coins, enemies, blocks) pay a little, the goal
+    pays most, and the division keeps returns in a range where one learning rate suits the value function.
+    (gym-super-mario-bros 9.x puts points, coins and power-ups into r itself: there, points pay a little more.)
+
+    Reads info["score"] and info["flag_get"] of each step; put it above MaxAndSkip, where a step's score
+    difference covers its 4 frames. A truncated episode (a time limit, not a death) gets neither +50 nor -50."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self.score = 0
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        self.score = info.get("score", 0)  # 0 at a stage's start; old-API envs report no info on reset
+        return obs, info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        reward += (info["score"] - self.score) / 40.0
+        self.score = info["score"]
+        if terminated:
+            reward += 50.0 if info["flag_get"] else -50.0
+        return obs, reward / 10.0, terminated, truncated, info

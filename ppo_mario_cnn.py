@@ -1,0 +1,969 @@
+"""PPO on Super Mario Bros from pixels: separate actor and critic CNNs, reward shaping, KL early stopping.
+
+What this lesson teaches
+    The Spinning Up form of PPO, which the seed tutorial trains Mario with: the policy and the value function
+    are two separate networks with two optimizers. The policy takes up to --train-pi-iters gradient steps on
+    L^CLIP (eq. 7) plus an entropy bonus, and stops early once the approximate KL[pi_old || pi] passes
+    1.5 x --target-kl; then the value function takes --train-v-iters steps on its squared error. Mario's
+    frames go through frame skip, grayscale 84 x 84 and a stack of 4, and the reward is shaped: points pay a
+    little, the flag pays most, dying costs. Parallel envs and torchrun as in the Breakout lesson.
+
+Differs from ppo_breakout_atari.py in:
+    - the env: gym-super-mario-bros through nes-py's JoypadSpace (`--world`, `--stage`, `--action-type`), made
+      a gymnasium env by ToGymnasium whichever API the installed release speaks; MarioReward shapes the reward;
+      no no-op starts, lives, FIRE or reward clipping (copied from common/wrappers.py like the Atari stack)
+    - Agent: two CNNs (the seed's 4 conv layers of 32 3x3 filters, stride 2, then 512 units), nothing shared
+    - the update: Spinning Up's scheme, two optimizers (--learning-rate, --vf-learning-rate), the policy's
+      steps stopped early by the KL (logged as losses/stop_iter), then the value function's steps; no clipped
+      value loss and no c1 (the critic has its own loss and optimizer), no annealed epsilon
+    - progress is logged as charts/x_pos and charts/flag_get; --play prints how far Mario got
+
+Deliberately left out, and the script that has each:
+    - a trunk shared by policy and value, clipped value loss     -> ppo_breakout_atari.py
+    - continuous actions, observation/reward normalization       -> ppo_pendulum_continuous.py
+    - the paper's adaptive KL penalty (eq. 8)                    -> ppo_pendulum_continuous.py
+
+Usage
+    python ppo_mario_cnn.py                                   # train World 1-1 for 5M steps; CUDA if present
+    python ppo_mario_cnn.py --world 1 --stage 2 --action-type right --total-timesteps 200000 --no-cuda
+    torchrun --nproc_per_node 2 ppo_mario_cnn.py              # 2 processes, each with its own 8 envs
+    torchrun --nnodes 2 --node_rank R --nproc_per_node 1 --master_addr HOST --master_port 29500 ppo_mario_cnn.py
+    python ppo_mario_cnn.py --resume runs/<run>/checkpoint.pt --total-timesteps 10000000
+    python ppo_mario_cnn.py --play runs/<run>/checkpoint.pt --episodes 5 --capture-video
+    tensorboard --logdir runs
+
+References
+    [PPO] Schulman et al. 2017, Proximal Policy Optimization Algorithms, arXiv:1707.06347 (eqs. 7, 11, 12)
+    [SU]  Achiam 2018, Spinning Up in Deep RL, PPO (https://spinningup.openai.com/en/latest/algorithms/ppo.html):
+          separate policy and value optimizers, early stopping on KL > 1.5 target_kl
+    [GAE] Schulman et al. 2016, High-Dimensional Continuous Control Using GAE, arXiv:1506.02438
+    [TL]  Pardo et al. 2018, Time Limits in Reinforcement Learning, arXiv:1712.00378
+    [37]  Huang et al. 2022, The 37 Implementation Details of Proximal Policy Optimization (ICLR blog track)
+"""
+
+import collections
+import contextlib
+import dataclasses
+import io
+import multiprocessing
+import os
+import random
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from typing import Literal, Optional
+
+import cv2
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.optim as optim
+import tqdm
+import tyro
+from torch.utils.tensorboard import SummaryWriter
+
+# gym-super-mario-bros 7.x imports the old `gym`, which prints a notice about being unmaintained on import:
+# ToGymnasium below is this script's answer to it, so the notice is kept off the console.
+with contextlib.redirect_stderr(io.StringIO()):
+    import gym_super_mario_bros
+    from gym_super_mario_bros.actions import COMPLEX_MOVEMENT, RIGHT_ONLY, SIMPLE_MOVEMENT
+    from nes_py.wrappers import JoypadSpace
+
+SCRIPT = os.path.basename(__file__)
+# The button combinations the agent chooses from: right (5), simple (7, adds A alone and left) or complex (12).
+ACTION_SETS = {"right": RIGHT_ONLY, "simple": SIMPLE_MOVEMENT, "complex": COMPLEX_MOVEMENT}
+GAMES = {"SuperMarioBros-v0": False, "SuperMarioBrosLostLevels-v0": True}  # env id -> the Lost Levels ROM?
+
+
+@dataclass
+class Args:
+    # --- experiment ---
+    exp_name: str = SCRIPT[: -len(".py")]
+    """name of the experiment: runs are saved in runs/<level>__<exp-name>__<seed>__<unix-time>/"""
+    seed: int = 1
+    """seed of Python, NumPy and torch: the same seed gives the same run on the CPU (under torchrun, rank r
+    uses seed + r); the NES itself is deterministic, the policy's sampling is what varies"""
+    torch_deterministic: bool = True
+    """let torch use deterministic algorithms only (torch.use_deterministic_algorithms)"""
+    cuda: bool = True
+    """run the networks on CUDA when available (--no-cuda: the CPU even where a GPU is)"""
+    precision: Literal["auto", "bf16", "fp32"] = "auto"
+    """number format of the CNNs' arithmetic. bf16: their convolutions and hidden layers compute in bfloat16
+    under torch.autocast (weights, output layers, losses and Adam stay float32); fp32: float32 throughout;
+    auto: bf16 where the device computes it natively (a CPU with AVX512-BF16 or AMX, a CUDA GPU of the Ampere
+    generation or later), fp32 elsewhere"""
+    capture_video: bool = False
+    """record the evaluation episodes to MP4 under the run folder's videos/eval-<step>/ (--play: videos/play-*/)"""
+    checkpoint_every: int = 10
+    """save runs/<run>/checkpoint.pt every this many updates, and always at the end (0: only at the end)"""
+    resume: Optional[str] = None
+    """continue the run saved in this checkpoint (weights, optimizers, RNG states, step count); flags not given
+    on the command line take the checkpoint's values, so `--total-timesteps` can be raised to train longer"""
+    play: Optional[str] = None
+    """do not train: play the policy saved in this checkpoint for --episodes episodes, print how far Mario got"""
+    episodes: int = 10
+    """how many episodes --play runs"""
+    eval_every: int = 25
+    """evaluate the policy every this many updates, and after the last one (0: never during training)"""
+    eval_episodes: int = 5
+    """episodes per evaluation; logged as eval/mean_return, eval/mean_x_pos and eval/flag_rate"""
+
+    # --- environment ---
+    env_id: str = "SuperMarioBros-v0"
+    """the game: SuperMarioBros-v0, or SuperMarioBrosLostLevels-v0 (its sequel); --world and --stage pick the level"""
+    world: int = 1
+    """the world of the level to play (1-8; Lost Levels 1-12)"""
+    stage: int = 1
+    """the stage of that world (1-4): an episode is one life on this one level, ended by death or the flag"""
+    action_type: Literal["right", "simple", "complex"] = "simple"
+    """the buttons the agent can press: right (5 combinations of right, A, B, and NOOP), simple (7: adds A and
+    left) or complex (12)"""
+    total_timesteps: int = 5_000_000
+    """agent steps to train for, summed over all environments and ranks (one step = 4 frames)"""
+    num_envs: int = 8
+    """N, environments per rank; each rollout holds N x T transitions"""
+    vectorization_mode: Literal["sync", "async"] = "async"
+    """sync: step the N envs one after another in this process; async: one process per env, stepped in
+    parallel (the NES emulator is the slow part here: worth a process each where there are cores)"""
+
+    # --- PPO hyperparameters (same order in every script) ---
+    learning_rate: float = 1e-4
+    """the policy's Adam step size at the start of training (Spinning Up's pi_lr)"""
+    vf_learning_rate: float = 1e-4
+    """the value function's Adam step size at the start of training (Spinning Up's vf_lr)"""
+    anneal_lr: bool = True
+    """anneal both learning rates linearly to 0 over the run"""
+    num_steps: int = 512
+    """T, the horizon: steps each env runs per rollout, between two updates (8 x 512 = 4096 samples, about
+    Spinning Up's 4000 steps per epoch)"""
+    gamma: float = 0.9
+    """gamma, the discount of future rewards: 1/(1-gamma) = 10 steps (40 frames) ahead is enough to see the next
+    gap or enemy, and the shaped reward pays for every step of progress"""
+    gae_lambda: float = 0.95
+    """lambda of GAE: 0 gives the one-step TD advantage (low variance, biased by V), 1 the Monte-Carlo return
+    minus V (unbiased, high variance)"""
+    minibatch_size: int = 256
+    """M, samples per gradient step, drawn without replacement from the N x T rollout (reshuffled each pass)"""
+    train_pi_iters: int = 160
+    """most gradient steps the policy takes per rollout (160 x 256 = 10 passes over it), fewer if the KL stops
+    it (Spinning Up's train_pi_iters)"""
+    train_v_iters: int = 160
+    """gradient steps the value function takes per rollout, after the policy's (Spinning Up's train_v_iters)"""
+    norm_adv: bool = True
+    """normalize advantages to mean 0, std 1 in each minibatch, so the step size does not depend on reward scale"""
+    clip_coef: float = 0.2
+    """epsilon, the clip range of the probability ratio (eq. 7): how far the new policy may move"""
+    ent_coef: float = 0.01
+    """c2, weight of the entropy bonus (eq. 9): keeps pi spread out, so Mario keeps trying new moves"""
+    max_grad_norm: float = 0.5
+    """clip the global norm of each network's gradient to this, so one bad minibatch cannot make a huge step"""
+    target_kl: Optional[float] = 0.01
+    """stop the policy's steps once the approximate KL[pi_old || pi] of a minibatch passes 1.5 x this
+    (Spinning Up: 0.01); None: always take all --train-pi-iters"""
+    hidden_size: int = 512
+    """width of the fully connected layer after each CNN's convolutions (the seed's 512)"""
+
+    # --- derived at runtime (not command-line flags) ---
+    batch_size: tyro.conf.Suppress[int] = 0
+    """samples per rollout and rank: num_envs * num_steps"""
+    world_size: tyro.conf.Suppress[int] = 1
+    """processes training together (torchrun's WORLD_SIZE; 1 without torchrun)"""
+    num_iterations: tyro.conf.Suppress[int] = 0
+    """number of rollout + update cycles: total_timesteps // (batch_size * world_size)"""
+
+
+def fail(message: str) -> None:
+    """Bad input ends the run with one clear line on stderr and exit code 2, never a traceback."""
+    print(f"{SCRIPT}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def check_args(args: Args) -> None:
+    """Refuse hyperparameters that cannot work together, before anything is built."""
+    for name in ("total_timesteps", "num_envs", "num_steps", "minibatch_size", "train_pi_iters", "train_v_iters",
+                 "hidden_size", "episodes", "eval_episodes"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    batch_size = args.num_envs * args.num_steps
+    if args.minibatch_size > batch_size:
+        fail(f"--minibatch-size ({args.minibatch_size}) is larger than the rollout (--num-envs {args.num_envs} "
+             f"x --num-steps {args.num_steps} = {batch_size})")
+    if batch_size % args.minibatch_size:
+        fail(f"the rollout (--num-envs {args.num_envs} x --num-steps {args.num_steps} = {batch_size}) must be a "
+             f"multiple of --minibatch-size ({args.minibatch_size})")
+    if args.total_timesteps < batch_size * args.world_size:
+        fail(f"--total-timesteps ({args.total_timesteps}) is less than one rollout of every rank (--num-envs "
+             f"{args.num_envs} x --num-steps {args.num_steps} x {args.world_size} ranks = "
+             f"{batch_size * args.world_size})")
+    if args.env_id not in GAMES:
+        fail(f"--env-id {args.env_id!r} is not a Super Mario Bros game; this script plays {' or '.join(GAMES)} "
+             "(the level comes from --world and --stage; for Atari games use ppo_breakout_atari.py)")
+    worlds = 12 if GAMES[args.env_id] else 8
+    if not 1 <= args.world <= worlds or not 1 <= args.stage <= 4:
+        fail(f"{args.env_id} has worlds 1-{worlds} and stages 1-4, got --world {args.world} --stage {args.stage}")
+    for name in ("gamma", "gae_lambda"):
+        if not 0.0 <= getattr(args, name) <= 1.0:
+            fail(f"--{name.replace('_', '-')} must be in [0, 1], got {getattr(args, name)}")
+    for name in ("learning_rate", "vf_learning_rate", "clip_coef"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.target_kl is not None and args.target_kl <= 0:
+        fail(f"--target-kl must be positive, got {args.target_kl}")
+    for name in ("ent_coef", "max_grad_norm", "checkpoint_every", "eval_every"):
+        if getattr(args, name) < 0:
+            fail(f"--{name.replace('_', '-')} must not be negative, got {getattr(args, name)}")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Environment wrappers (copied from common/wrappers.py under checked markers): the API adapter, the reward
+# shaping, and the frame pipeline the Atari lesson uses too
+# ---------------------------------------------------------------------------------------------------------
+
+
+# Copied from common.wrappers.ToGymnasium
+class ToGymnasium(gym.Env):
+    """A gymnasium env around an env of either API: the old gym one (reset() -> obs, step() -> obs, reward, done,
+    info: gym-super-mario-bros 7.x with nes-py 8.x, the releases below Python 3.13) or gymnasium's (reset(seed,
+    options) -> obs, info, step() -> obs, reward, terminated, truncated, info: 9.x, from Python 3.13). Which one
+    is read off the env's class, once.
+
+    An old env's `done` becomes terminated, or truncated where gym's TimeLimit said so in
+    info["TimeLimit.truncated"]. Observations are copied: nes-py returns a view of the emulator's screen, which
+    the next frame overwrites (MaxAndSkip keeps two frames). render() returns the last screen (rgb_array, for
+    RecordVideo), so both APIs record the same way."""
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 60}  # the NES draws 60 frames a second
+
+    def __init__(self, env):
+        self.env = env
+        self.old_api = not isinstance(env, gym.Env)
+        space = env.observation_space
+        self.observation_space = gym.spaces.Box(np.min(space.low), np.max(space.high), space.shape, space.dtype)
+        self.action_space = gym.spaces.Discrete(int(env.action_space.n))
+        self.render_mode = "rgb_array"
+        self.screen = None
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        if self.old_api:  # (an old env has no seed to set; the NES is deterministic anyway)
+            obs, info = self.env.reset(), {}
+        else:
+            obs, info = self.env.reset(seed=seed, options=options)
+        self.screen = np.array(obs)  # a copy
+        return self.screen, dict(info)
+
+    def step(self, action):
+        if self.old_api:
+            obs, reward, done, info = self.env.step(action)
+            truncated = bool(info.get("TimeLimit.truncated", False))
+            terminated = bool(done) and not truncated
+        else:
+            obs, reward, terminated, truncated, info = self.env.step(action)
+        self.screen = np.array(obs)  # a copy
+        return self.screen, float(reward), bool(terminated), bool(truncated), dict(info)
+
+    def render(self):
+        return self.screen
+
+    def close(self):
+        self.env.close()
+
+
+# Copied from common.wrappers.MarioReward
+class MarioReward(gym.Wrapper):
+    """The seed tutorial's reward shaping for Super Mario Bros, on the env's own reward r (x progress, clock and
+    death penalties): r + (score gained) / 40, then +50 when the episode ends with the flag reached and -50 when
+    it ends otherwise (Mario died), all divided by 10. Points (coins, enemies, blocks) pay a little, the goal
+    pays most, and the division keeps returns in a range where one learning rate suits the value function.
+    (gym-super-mario-bros 9.x puts points, coins and power-ups into r itself: there, points pay a little more.)
+
+    Reads info["score"] and info["flag_get"] of each step; put it above MaxAndSkip, where a step's score
+    difference covers its 4 frames. A truncated episode (a time limit, not a death) gets neither +50 nor -50."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self.score = 0
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        self.score = info.get("score", 0)  # 0 at a stage's start; old-API envs report no info on reset
+        return obs, info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        reward += (info["score"] - self.score) / 40.0
+        self.score = info["score"]
+        if terminated:
+            reward += 50.0 if info["flag_get"] else -50.0
+        return obs, reward / 10.0, terminated, truncated, info
+
+
+# Copied from common.wrappers.MaxAndSkip
+class MaxAndSkip(gym.Wrapper):
+    """Repeat each action for `skip` frames and sum their rewards; return the pixel-wise max of the last two
+    frames. The agent decides 4x less often (the game barely changes in one frame), and the max removes
+    the flicker of Atari sprites that are drawn only every other frame.
+
+    Differs from gymnasium's MaxAndSkipObservation only when the episode ends before the last frame of a
+    skip: that one maxes two buffers still holding frames of an earlier step, this one the last two frames
+    actually seen (or the one, if the episode ended on the first)."""
+
+    def __init__(self, env: gym.Env, skip: int = 4):
+        super().__init__(env)
+        self.skip = skip
+
+    def step(self, action):
+        total_reward, previous, obs = 0.0, None, None
+        for _ in range(self.skip):
+            previous, (obs, reward, terminated, truncated, info) = obs, self.env.step(action)
+            total_reward += float(reward)
+            if terminated or truncated:
+                break
+        frame = obs if previous is None else np.maximum(previous, obs)
+        return frame, total_reward, terminated, truncated, info
+
+
+# Copied from common.wrappers.GrayscaleResize
+class GrayscaleResize(gym.ObservationWrapper):
+    """RGB frame -> grayscale -> size x size (84 x 84), uint8: 7.5x fewer numbers per frame, color carrying
+    little the policy needs. OpenCV's RGB-to-gray weights (0.299, 0.587, 0.114) give exactly the ALE's own
+    grayscale screen, the one gymnasium's AtariPreprocessing reads; INTER_AREA averages the pixels each output
+    pixel covers, as AtariPreprocessing resizes."""
+
+    def __init__(self, env: gym.Env, size: int = 84):
+        super().__init__(env)
+        self.size = size
+        self.observation_space = gym.spaces.Box(0, 255, (size, size), np.uint8)
+
+    def observation(self, obs):
+        gray = cv2.cvtColor(obs, cv2.COLOR_RGB2GRAY)
+        return cv2.resize(gray, (self.size, self.size), interpolation=cv2.INTER_AREA)
+
+
+# Copied from common.wrappers.FrameStack
+class FrameStack(gym.Wrapper):
+    """Observation = the last k frames, stacked on a new first axis ([k, 84, 84], uint8): one frame does not
+    show which way the ball moves, four do. After a reset, the first frame fills all k slots (as gymnasium's
+    FrameStackObservation pads by default)."""
+
+    def __init__(self, env: gym.Env, k: int = 4):
+        super().__init__(env)
+        self.frames = collections.deque(maxlen=k)
+        space = env.observation_space
+        self.observation_space = gym.spaces.Box(0, 255, (k, *space.shape), space.dtype)
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        self.frames.extend([obs] * self.frames.maxlen)
+        return np.stack(self.frames), info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.frames.append(obs)
+        return np.stack(self.frames), reward, terminated, truncated, info
+
+
+def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None) -> gym.Env:
+    """The wrapper stack, innermost first. RecordVideo and RecordEpisodeStatistics sit right on the emulator,
+    below the frame skip and the reward shaping: what they record and report is every frame and the env's own
+    reward (episode lengths are in frames). An episode is one life on one level: it ends when Mario dies or
+    reaches the flag."""
+    try:
+        nes = gym_super_mario_bros.SuperMarioBrosEnv(lost_levels=GAMES[args.env_id], target=(args.world, args.stage))
+    except (TypeError, ValueError) as e:  # a level the game does not have
+        fail(f"cannot make {args.env_id} level {args.world}-{args.stage}: {e}")
+    env = ToGymnasium(JoypadSpace(nes, ACTION_SETS[args.action_type]))
+    if video_folder:
+        env = gym.wrappers.RecordVideo(env, video_folder, episode_trigger=video_trigger)
+    env = gym.wrappers.RecordEpisodeStatistics(env)
+    env = MaxAndSkip(env, skip=4)
+    env = MarioReward(env)
+    env = GrayscaleResize(env, size=84)
+    return FrameStack(env, k=4)
+
+
+def make_envs(args: Args) -> gym.vector.VectorEnv:
+    """N copies of make_env in one vector env (main has already made one here, so the level is known to work).
+
+    Autoreset: when one of the N envs ends, the vector env resets it by itself. Gymnasium >= 1.0 does that on
+    the NEXT step by default (that step's action is ignored and its "transition" is a reset, which must not
+    be trained on). SAME_STEP instead resets it within the step that ended it: the observation returned is
+    already the new episode's first, and the one the episode ended on is in info["final_obs"]. Every step
+    of the rollout is then a real transition, and truncated episodes can bootstrap from V(final obs).
+    """
+
+    def thunk() -> gym.Env:
+        if multiprocessing.parent_process() is not None:
+            # An async worker: Ctrl-C reaches the whole process group, but it is the trainer's to handle
+            # (it finishes the update, saves and closes us), so the worker ignores it.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            cv2.setNumThreads(1)  # one worker per env already: OpenCV's own threads would only compete
+        return make_env(args)
+
+    vector_env = gym.vector.AsyncVectorEnv if args.vectorization_mode == "async" else gym.vector.SyncVectorEnv
+    return vector_env([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+
+
+def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Module:
+    """Orthogonal weights with gain `std`, zero biases ([37] detail 2): sqrt(2) suits ReLU layers."""
+    torch.nn.init.orthogonal_(layer.weight, std)
+    torch.nn.init.constant_(layer.bias, bias_const)
+    return layer
+
+
+def cnn(channels: int, hidden_size: int) -> nn.Sequential:
+    """The seed's CNN body: 4 convolutions of 32 3x3 filters, stride 2, padding 1 (84 -> 42 -> 21 -> 11 -> 6
+    pixels), then a fully connected layer of hidden_size; ReLUs."""
+    layers = []
+    for i in range(4):
+        layers += [layer_init(nn.Conv2d(channels if i == 0 else 32, 32, 3, stride=2, padding=1)), nn.ReLU()]
+    return nn.Sequential(*layers, nn.Flatten(), layer_init(nn.Linear(32 * 6 * 6, hidden_size)), nn.ReLU())
+
+
+class Agent(nn.Module):
+    """Two networks with nothing in common: the actor (a CNN and a policy head) and the critic (a CNN of the same
+    shape and a value head), each trained with its own loss and optimizer ([SU]).
+
+    Input: 4 stacked 84 x 84 grayscale frames, uint8, scaled to [0, 1] inside the networks. Keeping the value
+    function apart means its loss, whose scale follows the returns, never competes with the policy's for the
+    same features (the seed's reason), at the price of two forward passes where a shared trunk needs one.
+    """
+
+    def __init__(self, env: gym.Env, hidden_size: int, bf16: bool = False):
+        super().__init__()
+        self.bf16 = bf16
+        channels = env.observation_space.shape[0]
+        self.actor_cnn = cnn(channels, hidden_size)
+        self.critic_cnn = cnn(channels, hidden_size)
+        # A policy head initialized with std 0.01 starts with near-uniform action probabilities: maximal
+        # exploration at first, and no action is preferred by accident of the initialization ([37] detail 2).
+        self.actor = layer_init(nn.Linear(hidden_size, env.action_space.n), std=0.01)
+        self.critic = layer_init(nn.Linear(hidden_size, 1), std=1.0)
+        # Channels-last (NHWC) weights and inputs: oneDNN's CPU convolutions run faster on them than on NCHW.
+        self.to(memory_format=torch.channels_last)
+
+    def actor_parameters(self):
+        return [*self.actor_cnn.parameters(), *self.actor.parameters()]
+
+    def critic_parameters(self):
+        return [*self.critic_cnn.parameters(), *self.critic.parameters()]
+
+    def features(self, body: nn.Module, x: torch.Tensor) -> torch.Tensor:
+        """The features `body` (actor_cnn or critic_cnn) computes from uint8 frame stacks [B, 4, 84, 84]."""
+        # Mixed precision (--precision bf16): the CNN, nearly all of the arithmetic, computes in bfloat16
+        # (float32's 8 exponent bits, 8 bits of mantissa), which a CPU with AMX runs ~1.8x faster than float32.
+        # Its features come back as float32 for the heads, the log-softmax and the losses. The rollout and the
+        # update run the same bf16 network, so the ratio r_t starts at 1 (to ~1e-5) as in float32.
+        with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+            hidden = body(x.contiguous(memory_format=torch.channels_last) / 255.0)
+        return hidden.float()
+
+    def get_value(self, x: torch.Tensor) -> torch.Tensor:
+        return self.critic(self.features(self.critic_cnn, x)).squeeze(-1)
+
+    def get_action(self, x: torch.Tensor, action: Optional[torch.Tensor] = None, greedy: bool = False):
+        """Samples an action from pi(.|x) (the most probable one if greedy) unless `action` is given. Returns the
+        action, log pi(action|x) and the entropy H(pi(.|x)): the actor alone, all the policy's update needs.
+
+        The categorical distribution is written out rather than taken from torch.distributions.Categorical: it
+        is four lines.
+        """
+        log_pi = self.actor(self.features(self.actor_cnn, x)).log_softmax(-1)  # log pi(a|x) for every action a
+        pi = log_pi.exp()
+        if action is None:
+            action = log_pi.argmax(-1) if greedy else torch.multinomial(pi, 1).squeeze(-1)
+        log_prob = log_pi.gather(-1, action.unsqueeze(-1)).squeeze(-1)
+        entropy = -(pi * log_pi).sum(-1)  # H = -sum_a pi(a|x) log pi(a|x)
+        return action, log_prob, entropy
+
+    def get_action_and_value(self, x: torch.Tensor, action: Optional[torch.Tensor] = None, greedy: bool = False):
+        """get_action and V(x) (what the rollout needs): two networks, two forward passes."""
+        return *self.get_action(x, action, greedy), self.get_value(x)
+
+
+def use_bf16(args: Args, device: torch.device) -> bool:
+    """--precision auto: bf16 where the device has native bfloat16 arithmetic, where it pays; fp32 elsewhere
+    (CPUs without it emulate bfloat16, slower than float32)."""
+    if args.precision != "auto":
+        return args.precision == "bf16"
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported(including_emulation=False)
+    return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
+
+
+class Rollout:
+    """One rollout in NumPy, one [T, N] array per quantity (obs: [T, N, 4, 84, 84]). The environments speak
+    NumPy and the network torch: a row write here is ~50x cheaper than into a tensor, and the whole rollout is
+    turned into tensors once per update."""
+
+    def __init__(self, num_steps: int, num_envs: int, obs_shape: tuple):
+        self.obs = np.zeros((num_steps, num_envs) + obs_shape, dtype=np.uint8)  # frames stay uint8
+        self.actions = np.zeros((num_steps, num_envs), dtype=np.int64)
+        self.logprobs = np.zeros((num_steps, num_envs), dtype=np.float32)
+        self.rewards = np.zeros((num_steps, num_envs), dtype=np.float32)
+        self.dones = np.zeros((num_steps, num_envs), dtype=np.float32)
+        self.values = np.zeros((num_steps, num_envs), dtype=np.float32)
+        self.final_values = np.zeros((num_steps, num_envs), dtype=np.float32)  # V(s_{t+1}) where an episode ended
+
+
+def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarray, rollout: Rollout):
+    """Run the current policy pi_old for T steps in the N envs, filling `rollout`.
+
+    Returns the observation to continue from, V of it (last_value, for GAE) and the episodes that ended, as
+    (step, return, length, x position reached, flag reached) tuples.
+    """
+    device = next(agent.parameters()).device
+    episodes = []
+    for step in range(len(rollout.obs)):
+        rollout.obs[step] = next_obs
+        with torch.inference_mode():  # acting needs no gradients: they are recomputed in the update
+            action, logprob, _, value = agent.get_action_and_value(torch.as_tensor(next_obs, device=device))
+        rollout.actions[step], rollout.logprobs[step], rollout.values[step] = (
+            action.cpu().numpy(), logprob.cpu().numpy(), value.cpu().numpy())
+
+        next_obs, rollout.rewards[step], terminated, truncated, info = envs.step(rollout.actions[step])
+        rollout.dones[step] = terminated | truncated
+        rollout.final_values[step] = 0.0  # terminated: the MDP ended, there is no future reward, V(s_{t+1}) = 0
+        if "final_obs" in info:
+            # Some envs ended at this step and were already reset (SAME_STEP): next_obs holds the first
+            # observation of their new episode, and info["final_obs"] the one they ended on. A truncated
+            # episode was cut by a time limit in a state that is not terminal, and the agent would have
+            # collected more reward: bootstrap from V(final observation) ([TL]).
+            if truncated.any():
+                final_obs = np.stack(info["final_obs"][truncated])
+                with torch.inference_mode():
+                    rollout.final_values[step, truncated] = agent.get_value(
+                        torch.as_tensor(final_obs, device=device)).cpu().numpy()
+            final = info["final_info"]  # the info of each env's last step: x_pos and flag_get say how far it got
+            for i in np.flatnonzero(final["_episode"]):
+                episodes.append((step, float(final["episode"]["r"][i]), int(final["episode"]["l"][i]),
+                                 int(final["x_pos"][i]), bool(final["flag_get"][i])))
+    with torch.inference_mode():
+        last_value = agent.get_value(torch.as_tensor(next_obs, device=device)).cpu().numpy()
+    return next_obs, last_value, episodes
+
+
+def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, gae_lambda: float) -> np.ndarray:
+    """Generalized Advantage Estimation over a rollout, backwards in time. NumPy arrays of shape [T] (or [T, N]).
+
+    dones[t] = 1 where an episode ended at step t, by termination or truncation: no advantage flows back
+    across it. final_values[t], read only there, is the V(s_{t+1}) the return should see: 0 when the episode
+    terminated (no future reward), V(final observation) when a time limit truncated it (the agent would have
+    gone on collecting reward, [TL]). last_value = V(s_T), the state after the rollout's last step.
+    """
+    # V(s_{t+1}) for every step: the next row's value, last_value after the last row, final_values at ends.
+    next_values = np.where(dones == 1, final_values, np.concatenate([values[1:], [last_value]]))
+    advantages = np.zeros_like(rewards)
+    last_gae = 0.0
+    for t in reversed(range(len(rewards))):
+        # delta_t = r_t + gamma * V(s_{t+1}) - V(s_t)                              (paper eq. 12)
+        delta = rewards[t] + gamma * next_values[t] - values[t]
+        # A_t = delta_t + gamma * lambda * A_{t+1}, cut at episode ends            (paper eq. 11)
+        last_gae = delta + gamma * gae_lambda * (1.0 - dones[t]) * last_gae
+        advantages[t] = last_gae
+    return advantages
+
+
+def clipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip_coef: float) -> torch.Tensor:
+    """-L^CLIP, to minimize. L^CLIP = E[min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t)]      (paper eq. 7)
+
+    The min makes it a pessimistic bound: once the ratio r_t has moved past 1 + eps (A > 0) or below 1 - eps
+    (A < 0), the clipped term is the smaller one and its gradient is zero (the flat parts of Figure 1).
+    """
+    unclipped = ratio * advantages
+    clipped = torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef) * advantages
+    return -torch.min(unclipped, clipped).mean()
+
+
+def minibatches(batch_size: int, minibatch_size: int, count: int, device: torch.device):
+    """`count` minibatches of indices into the rollout: passes over it, each in a fresh random order, every
+    sample used once per pass (Spinning Up takes whole-batch steps; minibatches give more steps per rollout)."""
+    for i in range(count):
+        if i % (batch_size // minibatch_size) == 0:
+            order = torch.randperm(batch_size, device=device).split(minibatch_size)
+        yield order[i % len(order)]
+
+
+def step_network(optimizer: optim.Optimizer, loss: torch.Tensor, parameters: list, args: Args) -> None:
+    """One gradient step of one network on `loss`."""
+    optimizer.zero_grad()
+    loss.backward()
+    # Several ranks: average each gradient over them, so that every rank takes the same step, the one a single
+    # process holding all world_size x N x T samples would take.
+    for param in parameters:
+        all_ranks_mean(param.grad, args)
+    # Global grad-norm clipping: one norm over all the network's parameters together, rescaled to at most
+    # max_grad_norm, so one bad minibatch cannot make a huge step ([37] detail 11).
+    nn.utils.clip_grad_norm_(parameters, args.max_grad_norm)
+    optimizer.step()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Checkpoints: written atomically, read with weights_only=True (plain tensors and Python values only)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def save_checkpoint(path: str, args: Args, agent: nn.Module, optimizers: dict[str, optim.Optimizer],
+                    global_step: int, iteration: int) -> None:
+    """Write to a temporary file, then rename: a crash mid-write never leaves a half-written checkpoint."""
+    np_state = np.random.get_state()
+    state = {
+        "script": SCRIPT,
+        "args": dataclasses.asdict(args),
+        "agent": agent.state_dict(),
+        "optimizers": {name: optimizer.state_dict() for name, optimizer in optimizers.items()},
+        "global_step": global_step,
+        "iteration": iteration,
+        "rng": {
+            "python": random.getstate(),
+            "numpy": (np_state[0], np_state[1].tolist(), *np_state[2:]),
+            "torch": torch.get_rng_state(),
+        },
+    }
+    torch.save(state, path + ".tmp")
+    os.replace(path + ".tmp", path)
+
+
+def load_checkpoint(path: str) -> dict:
+    """Read a checkpoint of this script, or fail with one line that says what is wrong with the file."""
+    if not os.path.isfile(path):
+        fail(f"no checkpoint at {path}")
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # truncated, not a torch file, or holding objects that weights_only refuses
+        fail(f"{path} is not a readable checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
+    if not isinstance(ckpt, dict) or not {"script", "args", "agent"} <= ckpt.keys():
+        fail(f"{path} is not a checkpoint of this library")
+    if ckpt["script"] != SCRIPT:
+        fail(f"{path} was written by {ckpt['script']}, not {SCRIPT}")
+    missing = {"optimizers", "global_step", "iteration", "rng"} - ckpt.keys()
+    if missing:
+        fail(f"{path} is an incomplete checkpoint (no {', '.join(sorted(missing))})")
+    return ckpt
+
+
+def restore_agent(agent: nn.Module, ckpt: dict, path: str) -> None:
+    try:
+        agent.load_state_dict(ckpt["agent"])
+    except RuntimeError as e:
+        fail(f"the network in {path} does not fit this one ({str(e).splitlines()[-1].strip()})")
+
+
+def args_from_checkpoint(args: Args) -> tuple[Args, dict]:
+    """--resume / --play: the checkpoint's Args become the defaults, and the flags given override them."""
+    path = args.resume or args.play
+    ckpt = load_checkpoint(path)
+    saved = {k: v for k, v in ckpt["args"].items() if k in {f.name for f in dataclasses.fields(Args)}}
+    defaults = dataclasses.replace(Args(**saved), resume=args.resume, play=args.play)
+    args = tyro.cli(Args, default=defaults, description=__doc__)
+    if args.env_id != ckpt["args"]["env_id"]:
+        fail(f"{path} holds a policy for {ckpt['args']['env_id']}, not for --env-id {args.env_id}")
+    return args, ckpt
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Evaluation and play: run the policy on the level
+# ---------------------------------------------------------------------------------------------------------
+
+
+def evaluate(args: Args, agent: Agent, episodes: int, video_folder: Optional[str] = None, verbose: bool = False):
+    """Play `episodes` episodes (one life each) with actions sampled from pi, on an env of its own. Returns
+    their returns (the env's own reward), lengths (in frames), the x positions reached and whether each reached
+    the flag.
+
+    Sampled, not argmax: the NES is deterministic, so a greedy policy would play the same episode every time
+    (and may stand still forever in front of a pipe). torch's random state is put back afterwards, so
+    evaluating does not change training.
+    """
+    env = make_env(args, video_folder, video_trigger=lambda episode: True)
+    device = next(agent.parameters()).device
+    rng_state = torch.get_rng_state()
+    torch.manual_seed(args.seed)
+    returns, lengths, x_positions, flags = [], [], [], []
+    for episode in range(episodes):
+        obs, _ = env.reset(seed=args.seed + episode)
+        terminated = truncated = False
+        while not (terminated or truncated):  # Mario dies, or reaches the flag
+            with torch.inference_mode():
+                action, _, _ = agent.get_action(torch.as_tensor(obs[None], device=device))
+            obs, _, terminated, truncated, info = env.step(action.item())
+        returns.append(float(info["episode"]["r"]))
+        lengths.append(int(info["episode"]["l"]))
+        x_positions.append(int(info["x_pos"]))
+        flags.append(bool(info["flag_get"]))
+        if verbose:
+            print(f"episode {episode + 1}/{episodes}: return {returns[-1]:.1f}, length {lengths[-1]}, "
+                  f"x position {x_positions[-1]}, {'flag reached' if flags[-1] else 'no flag'}")
+    env.close()
+    torch.set_rng_state(rng_state)
+    return returns, lengths, x_positions, flags
+
+
+def play(args: Args, ckpt: dict) -> None:
+    # A folder of its own for each --play, so that no earlier video is overwritten.
+    video_folder = os.path.join(os.path.dirname(os.path.abspath(args.play)), "videos", f"play-{int(time.time())}")
+    agent = Agent(make_env(args), args.hidden_size, use_bf16(args, torch.device("cpu")))
+    restore_agent(agent, ckpt, args.play)
+    returns, _, x_positions, flags = evaluate(args, agent, args.episodes,
+                                              video_folder if args.capture_video else None, verbose=True)
+    print(f"mean return over {args.episodes} episodes: {np.mean(returns):.1f} +/- {np.std(returns):.1f}; "
+          f"mean x position {np.mean(x_positions):.0f}, flag reached in {sum(flags)}/{args.episodes}")
+    if args.capture_video:
+        print(f"videos: {video_folder}")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Training
+# ---------------------------------------------------------------------------------------------------------
+
+
+def setup_distributed(args: Args) -> tuple[int, torch.device]:
+    """Under torchrun (which sets RANK, LOCAL_RANK and WORLD_SIZE), join the process group: gloo between CPU
+    processes, nccl between GPUs. Returns this process's rank and its device. Without torchrun: rank 0 of 1."""
+    use_cuda = torch.cuda.is_available() and args.cuda
+    if "RANK" not in os.environ:
+        return 0, torch.device("cuda" if use_cuda else "cpu")
+    dist.init_process_group("nccl" if use_cuda else "gloo")
+    if use_cuda:
+        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+    return dist.get_rank(), torch.device(f"cuda:{os.environ['LOCAL_RANK']}" if use_cuda else "cpu")
+
+
+def all_ranks_mean(value: torch.Tensor, args: Args) -> torch.Tensor:
+    """The mean of `value` over the ranks (in place): every rank then holds the same number."""
+    if args.world_size > 1:
+        dist.all_reduce(value)
+        value /= args.world_size
+    return value
+
+
+class Silent:
+    """Stands in for the SummaryWriter on ranks other than 0: only rank 0 logs."""
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None
+
+
+def train(args: Args, ckpt: Optional[dict]) -> None:
+    rank, device = setup_distributed(args)
+    args.batch_size = args.num_envs * args.num_steps
+    # global_step counts the steps of all ranks: each update consumes world_size rollouts.
+    args.num_iterations = args.total_timesteps // (args.batch_size * args.world_size)
+    if ckpt is None:
+        level = args.env_id.replace("-v0", f"-{args.world}-{args.stage}-v0")  # SuperMarioBros-1-1-v0
+        run_name = f"{level}__{args.exp_name}__{args.seed}__{int(time.time())}"
+        run_dir = os.path.join("runs", run_name)
+    else:  # a resumed run keeps writing into its own folder; TensorBoard continues its curves
+        run_dir = os.path.dirname(os.path.abspath(args.resume))
+
+    # Seeding: the same seed gives the same run on the CPU; each rank samples and explores with its own seed.
+    random.seed(args.seed + rank)
+    np.random.seed(args.seed + rank)
+    torch.manual_seed(args.seed + rank)
+    torch.use_deterministic_algorithms(args.torch_deterministic)
+    # ...but without also filling every fresh tensor with NaN first (a debugging aid that comes with it: ~5% of
+    # an update here, and no effect on the results).
+    torch.utils.deterministic.fill_uninitialized_memory = False
+    if device.type == "cuda":  # cuDNN picks the fastest convolution algorithm, deterministic ones only if asked
+        torch.backends.cudnn.deterministic = args.torch_deterministic
+        torch.backends.cudnn.benchmark = not args.torch_deterministic
+
+    agent = Agent(make_env(args), args.hidden_size, use_bf16(args, device)).to(device)
+    envs = make_envs(args)
+    # eps 1e-5 instead of Adam's default 1e-8, as in the reference implementations ([37] detail 3): it bounds
+    # the step lr * m / (sqrt(v) + eps) where a gradient has been near zero, so such a weight cannot jump.
+    # foreach: update all parameter tensors in a few batched operations instead of a Python loop over them.
+    # Two optimizers, one per network ([SU]): each network's step size adapts to its own loss alone.
+    optimizers = {
+        "pi": optim.Adam(agent.actor_parameters(), lr=args.learning_rate, eps=1e-5, foreach=True),
+        "vf": optim.Adam(agent.critic_parameters(), lr=args.vf_learning_rate, eps=1e-5, foreach=True),
+    }
+    global_step, start_iteration = 0, 1
+    if ckpt is not None:
+        restore_agent(agent, ckpt, args.resume)
+        for name, optimizer in optimizers.items():
+            optimizer.load_state_dict(ckpt["optimizers"][name])
+        global_step, start_iteration = ckpt["global_step"], ckpt["iteration"] + 1
+        random.setstate(ckpt["rng"]["python"])
+        np_state = ckpt["rng"]["numpy"]
+        np.random.set_state((np_state[0], np.array(np_state[1], dtype=np.uint32), *np_state[2:]))
+        torch.set_rng_state(ckpt["rng"]["torch"])
+    if args.world_size > 1:  # every rank starts from rank 0's weights (each drew its own at construction)
+        for tensor in agent.state_dict().values():
+            dist.broadcast(tensor, src=0)
+    # The run folder is made only now that the env and the checkpoint have been accepted: a refused run
+    # leaves nothing behind. Only rank 0 writes it.
+    if rank == 0:
+        os.makedirs(run_dir, exist_ok=True)
+    writer = SummaryWriter(run_dir) if rank == 0 else Silent()
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in dataclasses.asdict(args).items()),
+    )
+    checkpoint_path = os.path.join(run_dir, "checkpoint.pt")
+    rollout = Rollout(args.num_steps, args.num_envs, envs.single_observation_space.shape)
+
+    # Env i of rank r starts from seed + r N + i; a resumed run starts fresh episodes, seeded from the seed and
+    # the step count.
+    next_obs, _ = envs.reset(seed=args.seed + rank * args.num_envs + global_step)
+
+    # Ctrl-C asks for a clean stop: the current update finishes, a checkpoint is saved, the script exits.
+    stop_requested = []
+
+    def request_stop(signum, frame):
+        stop_requested.append(signum)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C quits at once
+        if rank == 0:
+            tqdm.tqdm.write("Ctrl-C: saving a checkpoint after this update (press again to quit without saving)")
+
+    signal.signal(signal.SIGINT, request_stop)
+    recent_returns, recent_x = collections.deque(maxlen=20), collections.deque(maxlen=20)
+    progress = tqdm.tqdm(total=args.total_timesteps, initial=global_step, unit="step", dynamic_ncols=True,
+                         disable=rank != 0)
+    start_time, start_step = time.time(), global_step
+
+    for iteration in range(start_iteration, args.num_iterations + 1):
+        # Linear annealing: lr_i = (1 - (i - 1) / num_iterations) * alpha, ending near 0 ([37] detail 4).
+        frac = 1.0 - (iteration - 1.0) / args.num_iterations
+        if args.anneal_lr:
+            optimizers["pi"].param_groups[0]["lr"] = frac * args.learning_rate
+            optimizers["vf"].param_groups[0]["lr"] = frac * args.vf_learning_rate
+
+        # --- Rollout: run the current policy pi_old for T steps in each of the N envs -----------------------
+        next_obs, last_value, episodes = collect_rollout(envs, agent, next_obs, rollout)
+        for step, episodic_return, length, x_pos, flag_get in episodes:  # rank 0's episodes
+            recent_returns.append(episodic_return)
+            recent_x.append(x_pos)
+            at_step = global_step + (step + 1) * args.num_envs * args.world_size
+            writer.add_scalar("charts/episodic_return", episodic_return, at_step)
+            writer.add_scalar("charts/episodic_length", length, at_step)
+            writer.add_scalar("charts/x_pos", x_pos, at_step)  # how far Mario got (the flag is at about 3160)
+            writer.add_scalar("charts/flag_get", float(flag_get), at_step)
+        global_step += args.batch_size * args.world_size
+
+        # --- Advantages: computed once per rollout, from the value function that collected it -------------
+        advantages = compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.final_values, last_value,
+                                 args.gamma, args.gae_lambda)
+        returns = advantages + rollout.values  # the value targets: V^targ_t = A_t + V(s_t)
+        # Flatten [T, N] into one batch of N*T samples: after GAE, the order of the samples no longer matters.
+        b_obs, b_actions, b_logprobs, b_advantages, b_returns = (
+            torch.as_tensor(x, device=device).flatten(0, 1)
+            for x in (rollout.obs, rollout.actions, rollout.logprobs, advantages, returns)
+        )
+
+        # --- Update the policy: up to train_pi_iters gradient steps on L^CLIP + c2 S, stopped by the KL ----
+        clipfracs, stop_iter = [], args.train_pi_iters
+        for i, mb in enumerate(minibatches(args.batch_size, args.minibatch_size, args.train_pi_iters, device)):
+            _, newlogprob, entropy = agent.get_action(b_obs[mb], b_actions[mb])
+            # r_t(theta) = pi(a_t|s_t) / pi_old(a_t|s_t), computed as exp(log pi - log pi_old): a ratio
+            # of two small probabilities is numerically fragile, a difference of logs is not.
+            logratio = newlogprob - b_logprobs[mb]
+            ratio = logratio.exp()
+            with torch.no_grad():
+                # KL[pi_old || pi] estimators (http://joschu.net/blog/kl-approx.html).
+                kl = torch.stack([(-logratio).mean(), ((ratio - 1) - logratio).mean()])
+                # Early stop ([SU]): once pi has drifted this far from pi_old, further steps on the same data
+                # would take it past where the samples say anything. Checked before each step, on the mean
+                # over the ranks (they must all stop at the same step).
+                old_approx_kl, approx_kl = all_ranks_mean(kl, args)
+                if args.target_kl is not None and approx_kl > 1.5 * args.target_kl:
+                    stop_iter = i
+                    break
+                clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean().item())
+
+            mb_advantages = b_advantages[mb]
+            if args.norm_adv:
+                mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+            pg_loss = clipped_surrogate_loss(ratio, mb_advantages, args.clip_coef)
+            entropy_loss = entropy.mean()
+            # L^{CLIP+S} = L^CLIP + c2 S is maximized; we minimize its negative (eq. 9 without the value term)
+            loss = pg_loss - args.ent_coef * entropy_loss
+            step_network(optimizers["pi"], loss, agent.actor_parameters(), args)
+
+        # --- Update the value function: train_v_iters gradient steps on its squared error --------------------
+        for mb in minibatches(args.batch_size, args.minibatch_size, args.train_v_iters, device):
+            # L^VF = (V(s_t) - V^targ_t)^2, halved so its gradient is the plain error              (eq. 9)
+            v_loss = 0.5 * ((agent.get_value(b_obs[mb]) - b_returns[mb]) ** 2).mean()
+            step_network(optimizers["vf"], v_loss, agent.critic_parameters(), args)
+
+        # --- Diagnostics and logging ------------------------------------------------------------------------
+        # Explained variance of the value targets by V: 1 is a perfect critic, 0 no better than a constant.
+        var_returns = np.var(returns)
+        explained_var = 1 - np.var(returns - rollout.values) / var_returns if var_returns > 0 else float("nan")
+        sps = int((global_step - start_step) / (time.time() - start_time))
+        writer.add_scalar("charts/learning_rate", optimizers["pi"].param_groups[0]["lr"], global_step)
+        writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
+        if stop_iter > 0:  # (stopped before its first step, the policy has no loss to report)
+            writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
+            writer.add_scalar("losses/entropy", entropy_loss.item(), global_step)
+            writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
+            writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
+            writer.add_scalar("losses/clipfrac", np.mean(clipfracs), global_step)
+        writer.add_scalar("losses/explained_variance", explained_var, global_step)
+        writer.add_scalar("losses/stop_iter", stop_iter, global_step)  # policy steps taken ([SU]'s StopIter)
+        writer.add_scalar("charts/SPS", sps, global_step)
+        progress.update(args.batch_size)
+        if recent_returns:
+            progress.set_postfix_str(f"return(last {len(recent_returns)}) {np.mean(recent_returns):.1f}, "
+                                     f"x {np.mean(recent_x):.0f}, SPS {sps}")
+
+        # --- Evaluation of the policy, on an env of its own ------------------------------------------------
+        last = iteration == args.num_iterations
+        if rank == 0 and args.eval_every and (last or iteration % args.eval_every == 0):
+            video_folder = os.path.join(run_dir, "videos", f"eval-{global_step}") if args.capture_video else None
+            eval_returns, eval_lengths, eval_x, eval_flags = evaluate(args, agent, args.eval_episodes, video_folder)
+            writer.add_scalar("eval/mean_return", np.mean(eval_returns), global_step)
+            writer.add_scalar("eval/mean_length", np.mean(eval_lengths), global_step)
+            writer.add_scalar("eval/mean_x_pos", np.mean(eval_x), global_step)
+            writer.add_scalar("eval/flag_rate", np.mean(eval_flags), global_step)
+            tqdm.tqdm.write(f"step {global_step}: over {args.eval_episodes} episodes mean return "
+                            f"{np.mean(eval_returns):.1f}, mean x position {np.mean(eval_x):.0f}, "
+                            f"flag reached in {sum(eval_flags)}")
+
+        # --- Checkpoint -------------------------------------------------------------------------------------
+        if args.world_size > 1:  # a Ctrl-C seen by any rank stops them all after the same update
+            anyone_stopping = all_ranks_mean(torch.tensor(float(bool(stop_requested)), device=device), args) > 0
+            if anyone_stopping and not stop_requested:
+                stop_requested.append(signal.SIGINT)
+        checkpoint_due = args.checkpoint_every and iteration % args.checkpoint_every == 0
+        if rank == 0 and (last or stop_requested or checkpoint_due):
+            save_checkpoint(checkpoint_path, args, agent, optimizers, global_step, iteration)
+        if stop_requested:
+            break
+
+    progress.close()
+    envs.close()
+    writer.close()
+    if args.world_size > 1:
+        dist.destroy_process_group()
+    if rank == 0:
+        print(f"checkpoint: {checkpoint_path} (step {global_step})")
+    if stop_requested:
+        raise SystemExit(130)  # the conventional status of a program stopped by Ctrl-C
+
+
+def main() -> None:
+    args = tyro.cli(Args, description=__doc__)
+    if args.resume and args.play:
+        fail("give either --resume or --play, not both")
+    ckpt = None
+    if args.resume or args.play:
+        args, ckpt = args_from_checkpoint(args)
+    args.world_size = int(os.environ.get("WORLD_SIZE", 1))
+    check_args(args)
+    if args.resume and ckpt["global_step"] + args.num_envs * args.num_steps * args.world_size > \
+            args.total_timesteps:
+        fail(f"{args.resume} has already trained {ckpt['global_step']} steps; "
+             f"give a larger --total-timesteps to train longer")
+    try:
+        play(args, ckpt) if args.play else train(args, ckpt)
+    except KeyboardInterrupt:
+        print(f"{SCRIPT}: interrupted", file=sys.stderr)
+        raise SystemExit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,389 @@
+"""ppo_mario_cnn.py: the reward shaping against hand-computed values, the gym/gymnasium adapter against fake envs
+of both API shapes and the real gym-super-mario-bros of this Python, the frame pipeline, the two networks, the
+minibatch stream, and the script end to end from its command line (train, KL early stop, resume, play with
+MP4, determinism, Ctrl-C, bad input, two torchrun ranks)."""
+
+import subprocess
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+import ppo_mario_cnn as ppo
+from conftest import (CLEANRL_TAGS, ROOT, ctrl_c_saves_a_checkpoint, expect_unreadable_checkpoints_refused,
+                      expect_usage_error, run_dirs, run_script, scalars)
+
+SCRIPT = "ppo_mario_cnn.py"
+# A tiny configuration: 2 envs x 64 steps = 128 samples per update, 2 updates, 4 + 4 gradient steps of 64.
+TINY = ["--total-timesteps", "256", "--num-envs", "2", "--num-steps", "64", "--minibatch-size", "64",
+        "--train-pi-iters", "4", "--train-v-iters", "4", "--checkpoint-every", "1", "--no-cuda",
+        "--vectorization-mode", "sync"]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# MarioReward on a scripted sequence of steps
+# ---------------------------------------------------------------------------------------------------------
+class ScriptedEnv(gym.Env):
+    """Plays back a list of (reward, terminated, truncated, info) steps; reset's info holds score 0."""
+
+    observation_space = gym.spaces.Box(0, 255, (2, 2), np.uint8)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, steps):
+        self.steps = list(steps)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros((2, 2), np.uint8), {"score": 0}
+
+    def step(self, action):
+        reward, terminated, truncated, info = self.steps.pop(0)
+        return np.zeros((2, 2), np.uint8), reward, terminated, truncated, info
+
+
+def info(score, flag=False):
+    return {"score": score, "flag_get": flag, "x_pos": 40}
+
+
+def test_mario_reward_by_hand():
+    env = ppo.MarioReward(ScriptedEnv([
+        (2.0, False, False, info(0)),       # moved right: (2 + 0/40) / 10
+        (3.0, False, False, info(100)),     # a goomba stomped, +100 points: (3 + 100/40) / 10
+        (-1.0, False, False, info(100)),    # the clock ticked: (-1 + 0) / 10
+        (-15.0, True, False, info(300)),    # died after a 200-point brick: (-15 + 200/40 - 50) / 10
+    ]))
+    env.reset()
+    rewards = [env.step(0)[1] for _ in range(4)]
+    assert rewards == pytest.approx([0.2, 0.55, -0.1, -6.0])
+
+    env = ppo.MarioReward(ScriptedEnv([
+        (5.0, False, False, info(0)),
+        (4.0, True, False, info(5000, flag=True)),  # the flag, 5000 points: (4 + 5000/40 + 50) / 10
+    ]))
+    env.reset()
+    assert [env.step(0)[1] for _ in range(2)] == pytest.approx([0.5, 17.9])
+
+    # A truncated episode (a time limit, not a death) gets neither +50 nor -50; a reset restarts the score.
+    env = ppo.MarioReward(ScriptedEnv([(1.0, False, True, info(400)), (1.0, False, False, info(40))]))
+    env.reset()
+    assert env.step(0)[1] == pytest.approx((1 + 400 / 40) / 10)
+    env.reset()
+    assert env.step(0)[1] == pytest.approx((1 + 40 / 40) / 10)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# ToGymnasium against both API shapes
+# ---------------------------------------------------------------------------------------------------------
+class OldSpace:
+    """Spaces as the old gym defines them: only the attributes ToGymnasium reads."""
+
+    def __init__(self, **attributes):
+        self.__dict__.update(attributes)
+
+
+class OldApiEnv:
+    """The old gym API (gym-super-mario-bros 7.x through JoypadSpace): reset() takes no arguments and returns
+    the observation alone, step() returns (obs, reward, done, info). Like nes-py, every observation is the SAME
+    array, the emulator's screen, overwritten by the next frame. Episode: done after 3 steps; with `time_limit`,
+    the third step is a time limit's (info["TimeLimit.truncated"])."""
+
+    observation_space = OldSpace(low=np.zeros((2, 3), np.uint8), high=np.full((2, 3), 255, np.uint8),
+                                 shape=(2, 3), dtype=np.uint8)
+    action_space = OldSpace(n=5)
+
+    def __init__(self, time_limit=False):
+        self.screen = np.zeros((2, 3), np.uint8)
+        self.time_limit, self.closed = time_limit, False
+
+    def reset(self):
+        self.t = 0
+        self.screen[:] = 0
+        return self.screen
+
+    def step(self, action):
+        self.t += 1
+        self.screen[:] = 10 * self.t + action
+        info = {"x_pos": self.t}
+        if self.time_limit and self.t == 3:
+            info["TimeLimit.truncated"] = True
+        return self.screen, np.float32(0.5), self.t == 3, info
+
+    def close(self):
+        self.closed = True
+
+
+class NewApiEnv(gym.Env):
+    """The gymnasium API (gym-super-mario-bros 9.x): reset(seed, options) -> (obs, info), 5-tuple steps."""
+
+    observation_space = gym.spaces.Box(0, 255, (2, 3), np.uint8)
+    action_space = gym.spaces.Discrete(7)
+
+    def reset(self, *, seed=None, options=None):
+        self.seen = (seed, options)
+        self.t = 0
+        return np.zeros((2, 3), np.uint8), {"x_pos": 0}
+
+    def step(self, action):
+        self.t += 1
+        return np.full((2, 3), self.t, np.uint8), 1.5, self.t == 2, self.t == 3, {"x_pos": self.t}
+
+
+def test_to_gymnasium_speaks_gymnasium_around_an_old_api_env():
+    env = ppo.ToGymnasium(OldApiEnv())
+    assert env.old_api
+    assert isinstance(env.observation_space, gym.spaces.Box) and env.observation_space.shape == (2, 3)
+    assert env.observation_space.dtype == np.uint8 and env.observation_space.high.max() == 255
+    assert isinstance(env.action_space, gym.spaces.Discrete) and env.action_space.n == 5
+    obs, reset_info = env.reset(seed=3)  # the old env takes no seed: ToGymnasium must not pass one on
+    assert reset_info == {} and (obs == 0).all()
+    first, reward, terminated, truncated, step_info = env.step(2)
+    assert (first == 12).all() and reward == 0.5 and type(reward) is float
+    assert (terminated, truncated, step_info) == (False, False, {"x_pos": 1})
+    second = env.step(1)[0]
+    assert (first == 12).all() and (second == 21).all()  # copies: the next frame did not overwrite the first
+    assert (env.render() == 21).all()  # the last screen, for RecordVideo
+    assert env.step(0)[2:4] == (True, False)  # done, without a time limit's flag: terminated
+    env.close()
+    assert env.env.closed
+
+    env = ppo.ToGymnasium(OldApiEnv(time_limit=True))
+    env.reset()
+    env.step(0), env.step(0)
+    assert env.step(0)[2:4] == (False, True)  # done by a time limit: truncated, not terminated
+
+
+def test_to_gymnasium_passes_a_gymnasium_env_through():
+    env = ppo.ToGymnasium(NewApiEnv())
+    assert not env.old_api and env.action_space.n == 7
+    obs, reset_info = env.reset(seed=5, options={"a": 1})
+    assert env.env.seen == (5, {"a": 1}) and reset_info == {"x_pos": 0}
+    assert env.step(0)[1:] == (1.5, False, False, {"x_pos": 1})
+    assert env.step(0)[2:4] == (True, False)
+    assert env.step(0)[2:4] == (False, True)
+
+
+def test_to_gymnasium_around_this_pythons_mario_passes_gymnasiums_checker():
+    from gymnasium.utils.env_checker import check_env
+
+    env = ppo.make_env(ppo.Args()).unwrapped  # ToGymnasium(JoypadSpace(SuperMarioBrosEnv))
+    assert isinstance(env, ppo.ToGymnasium) and env.old_api == (sys.version_info < (3, 13))
+    check_env(env, skip_render_check=True)
+    env.close()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The real env: frame pipeline, episodes, what is logged
+# ---------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("action_type, n", [("right", 5), ("simple", 7), ("complex", 12)])
+def test_frame_pipeline_shapes_and_action_sets(action_type, n):
+    env = ppo.make_env(ppo.Args(action_type=action_type))
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == env.observation_space.shape == (4, 84, 84) and obs.dtype == np.uint8
+    assert env.action_space.n == n
+    assert (obs[0] == obs[3]).all()  # after a reset the first frame fills the stack
+    obs, *_ = env.step(1)
+    assert obs.shape == (4, 84, 84) and obs.dtype == np.uint8 and not (obs[3] == obs[0]).all()
+    env.close()
+
+
+def test_an_episode_reports_the_envs_own_reward_and_how_far_mario_got():
+    env = ppo.make_env(ppo.Args(action_type="right"))
+    env.reset(seed=0)
+    shaped, steps = 0.0, 0
+    terminated = truncated = False
+    while not (terminated or truncated):  # run right and jump: Mario gets somewhere, then dies
+        _, reward, terminated, truncated, step_info = env.step(2 if steps % 8 < 6 else 0)
+        shaped += reward
+        steps += 1
+    assert terminated and not step_info["flag_get"] and step_info["x_pos"] > 100
+    # shaped = (own + score / 40 - 50) / 10, so the env's own reward sum is recovered from it by hand:
+    own = 10 * shaped - step_info["score"] / 40 + 50
+    assert step_info["episode"]["r"] == pytest.approx(own, abs=1e-3)
+    assert steps <= step_info["episode"]["l"] <= 4 * steps  # lengths in frames
+    env.close()
+
+
+def test_agent_has_two_separate_networks():
+    torch.manual_seed(0)
+    agent = ppo.Agent(ppo.make_env(ppo.Args()), hidden_size=512)
+    x = torch.randint(0, 256, (5, 4, 84, 84), dtype=torch.uint8)
+    action, log_prob, entropy, value = agent.get_action_and_value(x)
+    assert action.shape == log_prob.shape == entropy.shape == value.shape == (5,)
+    assert entropy.min().item() > 0.99 * np.log(7)  # the 0.01-gain policy head starts near uniform
+    assert {id(p) for p in agent.actor_parameters()}.isdisjoint(id(p) for p in agent.critic_parameters())
+    assert len(agent.actor_parameters()) + len(agent.critic_parameters()) == len(list(agent.parameters()))
+    # The value loss reaches only the critic, the policy loss only the actor.
+    agent.get_value(x).sum().backward()
+    assert all(p.grad is None for p in agent.actor_parameters())
+    assert all(p.grad is not None for p in agent.critic_parameters())
+    agent.zero_grad(set_to_none=True)
+    agent.get_action(x, action)[1].sum().backward()
+    assert all(p.grad is None for p in agent.critic_parameters())
+    assert all(p.grad is not None for p in agent.actor_parameters())
+
+
+def test_bf16_networks_keep_the_ratio_at_one():
+    torch.manual_seed(0)
+    env = ppo.make_env(ppo.Args())
+    agent = ppo.Agent(env, hidden_size=512, bf16=True)
+    x = torch.randint(0, 256, (32, 4, 84, 84), dtype=torch.uint8)
+    actions = torch.randint(0, 7, (32,))
+    with torch.no_grad():
+        minibatch = agent.get_action(x, actions)[1]
+        rollout = torch.cat([agent.get_action(x[i:i + 8], actions[i:i + 8])[1] for i in range(0, 32, 8)])
+        assert (minibatch - rollout).abs().max() < 1e-4
+        features = agent.features(agent.critic_cnn, x)
+        assert features.dtype == torch.float32 and torch.equal(features, features.bfloat16().float())
+
+
+def test_minibatches_pass_over_the_rollout_in_fresh_orders():
+    torch.manual_seed(0)
+    batches = list(ppo.minibatches(12, 4, 7, torch.device("cpu")))
+    assert len(batches) == 7 and all(len(b) == 4 for b in batches)
+    first, second = torch.cat(batches[:3]), torch.cat(batches[3:6])
+    assert sorted(first.tolist()) == sorted(second.tolist()) == list(range(12))  # each pass: every sample once
+    assert not torch.equal(first, second)  # reshuffled
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The script from its command line
+# ---------------------------------------------------------------------------------------------------------
+def test_train_resume_play(tmp_path):
+    result = run_script(SCRIPT, *TINY, "--eval-every", "2", "--eval-episodes", "1", "--capture-video",
+                        cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    (run_dir,) = run_dirs(tmp_path)
+    assert run_dir.name.startswith("SuperMarioBros-1-1-v0__ppo_mario_cnn__1__")
+    checkpoint = run_dir / "checkpoint.pt"
+    ckpt = torch.load(checkpoint, weights_only=True)
+    assert ckpt["global_step"] == 256 and ckpt["iteration"] == 2 and set(ckpt["optimizers"]) == {"pi", "vf"}
+    logged = scalars(run_dir)
+    assert CLEANRL_TAGS | {"charts/x_pos", "charts/flag_get", "losses/stop_iter", "eval/mean_x_pos",
+                           "eval/flag_rate"} <= set(logged)
+    assert all(x > 0 for _, x in logged["charts/x_pos"]) and {f for _, f in logged["charts/flag_get"]} <= {0, 1}
+    videos = list((run_dir / "videos" / "eval-256").glob("*.mp4"))
+    assert len(videos) == 1 and videos[0].stat().st_size > 0
+
+    result = run_script(SCRIPT, "--resume", str(checkpoint), "--total-timesteps", "384", "--eval-every", "0",
+                        cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert run_dirs(tmp_path) == [run_dir]
+    assert torch.load(checkpoint, weights_only=True)["global_step"] == 384
+
+    result = run_script(SCRIPT, "--play", str(checkpoint), "--episodes", "2", "--capture-video", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "episode 2/2: return" in result.stdout and ", x position " in result.stdout
+    assert "flag reached in 0/2" in result.stdout and "mean x position" in result.stdout
+    videos = list((run_dir / "videos").glob("play-*/*.mp4"))
+    assert len(videos) == 2 and all(v.stat().st_size > 0 for v in videos)
+
+
+def test_kl_early_stopping_and_determinism(tmp_path):
+    """A tiny --target-kl stops the policy's steps early (logged as losses/stop_iter); without one it takes
+    every --train-pi-iters step. The same seed gives the same run."""
+    config = [*TINY, "--train-pi-iters", "20", "--eval-every", "0"]
+    stopped = scalars(run_dirs_after(run_script(SCRIPT, *config, "--target-kl", "1e-6", "--exp-name", "kl",
+                                                cwd=tmp_path), tmp_path, "kl"))
+    assert all(1 <= s < 20 for _, s in stopped["losses/stop_iter"])
+    assert all(kl > 1.5e-6 for _, kl in stopped["losses/approx_kl"])  # the KL that stopped it
+    full = run_dirs_after(run_script(SCRIPT, *config, "--target-kl", "None", "--exp-name", "full", cwd=tmp_path),
+                          tmp_path, "full")
+    assert [s for _, s in scalars(full)["losses/stop_iter"]] == [20, 20]
+    again = run_dirs_after(run_script(SCRIPT, *config, "--target-kl", "None", "--exp-name", "again",
+                                      cwd=tmp_path), tmp_path, "again")
+    first, second = (torch.load(d / "checkpoint.pt", weights_only=True)["agent"] for d in (full, again))
+    assert all(torch.equal(first[k], second[k]) for k in first)
+
+
+def run_dirs_after(result, tmp_path, exp_name):
+    assert result.returncode == 0, result.stderr
+    (run_dir,) = [d for d in run_dirs(tmp_path) if f"__{exp_name}__" in d.name]
+    return run_dir
+
+
+DRIVER = """
+import os, sys
+import torch
+sys.path.insert(0, {root!r})
+import ppo_mario_cnn as ppo
+
+agents = []
+
+
+class Recorded(ppo.Agent):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        agents.append(self)
+        self.initial = {{k: v.clone() for k, v in self.state_dict().items()}}
+
+
+ppo.Agent = Recorded
+sys.argv = ["ppo_mario_cnn.py", *{argv!r}]
+ppo.main()
+torch.save({{"initial": agents[-1].initial, "final": agents[-1].state_dict()}},
+           f"rank{{os.environ['RANK']}}.pt")
+"""
+
+
+def test_two_torchrun_ranks_end_an_update_with_identical_parameters(tmp_path):
+    argv = [*TINY, "--eval-every", "0"]  # 2 ranks x 128 samples: one update
+    (tmp_path / "driver.py").write_text(DRIVER.format(root=str(ROOT), argv=argv))
+    result = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "driver.py"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rank0, rank1 = (torch.load(tmp_path / f"rank{r}.pt", weights_only=True) for r in (0, 1))
+    # Each rank drew its own weights (its own seed), then took rank 0's, and the averaged gradients kept
+    # them equal through the update (both networks, both optimizers), which moved them.
+    assert any(not torch.equal(rank0["initial"][k], rank1["initial"][k]) for k in rank0["initial"])
+    for name in rank0["final"]:
+        assert torch.equal(rank0["final"][name], rank1["final"][name]), name
+    for network in ("actor", "critic"):
+        assert any(not torch.equal(rank0["final"][k], rank0["initial"][k]) for k in rank0["final"]
+                   if k.startswith(network))
+    (run_dir,) = run_dirs(tmp_path)
+    assert torch.load(run_dir / "checkpoint.pt", weights_only=True)["global_step"] == 256
+
+
+def test_ctrl_c_saves_a_checkpoint_and_exits(tmp_path):
+    ctrl_c_saves_a_checkpoint(SCRIPT, "--num-envs", "2", "--num-steps", "64", "--minibatch-size", "64",
+                              "--train-pi-iters", "2", "--train-v-iters", "2", "--no-cuda",
+                              "--checkpoint-every", "0", "--eval-every", "0", cwd=tmp_path,
+                              steps_per_update=2 * 64, total_timesteps=5_000_000)
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["--env-id", "BreakoutNoFrameskip-v4"], "is not a Super Mario Bros game; this script plays"),
+        (["--world", "9"], "SuperMarioBros-v0 has worlds 1-8 and stages 1-4, got --world 9 --stage 1"),
+        (["--stage", "5"], "has worlds 1-8 and stages 1-4"),
+        (["--env-id", "SuperMarioBrosLostLevels-v0", "--world", "13"], "has worlds 1-12"),
+        (["--train-pi-iters", "0"], "--train-pi-iters must be positive"),
+        (["--vf-learning-rate", "0"], "--vf-learning-rate must be positive"),
+        (["--num-envs", "2", "--num-steps", "16", "--minibatch-size", "64"], "larger than the rollout"),
+        (["--num-envs", "3", "--num-steps", "16", "--minibatch-size", "32"], "must be a multiple of"),
+        (["--total-timesteps", "1000"], "less than one rollout of every rank"),
+        (["--target-kl", "0"], "--target-kl must be positive"),
+        (["--resume", "missing.pt"], "no checkpoint at missing.pt"),
+    ],
+)
+def test_bad_arguments(argv, fragment, capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    expect_usage_error(ppo, capsys, monkeypatch, argv, fragment)
+    assert not (tmp_path / "runs").exists(), "a refused run must not leave a run folder behind"
+
+
+def test_bad_checkpoints(capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    expect_unreadable_checkpoints_refused(ppo, capsys, monkeypatch, tmp_path)
+    args = ppo.Args()
+    agent = ppo.Agent(ppo.make_env(args), args.hidden_size)
+    real = tmp_path / "real.pt"
+    optimizers = {"pi": torch.optim.Adam(agent.actor_parameters()), "vf": torch.optim.Adam(agent.critic_parameters())}
+    ppo.save_checkpoint(str(real), args, agent, optimizers, 0, 0)
+    expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(real), "--env-id", "SuperMarioBrosLostLevels-v0"],
+                       "holds a policy for SuperMarioBros-v0, not for --env-id SuperMarioBrosLostLevels-v0")
+    expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(real), "--action-type", "complex"], "does not fit")
