@@ -15,7 +15,9 @@ Differs from ppo_breakout_atari.py in:
     - Agent: two CNNs (the seed's 4 conv layers of 32 3x3 filters, stride 2, then 512 units), nothing shared
     - the update: Spinning Up's scheme, two optimizers (--learning-rate, --vf-learning-rate), the policy's
       steps stopped early by the KL (logged as losses/stop_iter), then the value function's steps; no clipped
-      value loss and no c1 (the critic has its own loss and optimizer), no annealed epsilon
+      value loss and no c1 (the critic has its own loss and optimizer), no annealed epsilon; steps are counted
+      one by one (`minibatches` draws them from passes over the rollout), not in epochs
+    - hyperparameters for Mario: 8 envs x 512 steps, gamma 0.9, learning rates 1e-4, clip 0.2
     - progress is logged as charts/x_pos and charts/flag_get; --play prints how far Mario got
 
 Deliberately left out, and the script that has each:

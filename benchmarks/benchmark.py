@@ -427,7 +427,8 @@ def plot_curves(args: Args, groups: dict[str, list[dict]]) -> None:
                 for seed, (steps, values) in sorted(runs.items()):
                     ax.plot(steps, values, linewidth=0.7, alpha=0.6, label=f"seed {seed}")
             if len(runs) > 1 or len(groups) > 1:
-                draw_mean_and_band(ax, runs, color, f"{prefix}mean of {len(runs)} seeds, min-max band")
+                name = f"mean of {len(runs)} seeds, min-max band" if len(runs) > 1 else f"seed {next(iter(runs))}"
+                draw_mean_and_band(ax, runs, color, prefix + name)
         if target is not None:
             ax.axhline(target, color="gray", linestyle="--", linewidth=1, label=f"target {target:g}")
         ax.set_xlabel("env steps")

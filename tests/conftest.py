@@ -4,6 +4,7 @@ command line in a scratch folder (and pressing Ctrl-C in it); checking a usage e
 unreadable checkpoints; reading the TensorBoard scalars a run wrote."""
 
 import os
+import random
 import select
 import signal
 import subprocess
@@ -135,7 +136,7 @@ def expect_unreadable_checkpoints_refused(script_module, capsys, monkeypatch, tm
     holding a pickled object (weights_only=True refuses it: loading it could run code) and of one missing part
     of what a checkpoint holds each get a usage error, never a traceback."""
     corrupt = tmp_path / "corrupt.pt"
-    corrupt.write_bytes(os.urandom(1000))
+    corrupt.write_bytes(random.Random(0).randbytes(1000))  # fixed bytes: the same failure every run
     expect_usage_error(script_module, capsys, monkeypatch, ["--play", str(corrupt)], "is not a readable checkpoint")
     foreign = tmp_path / "foreign.pt"
     torch.save({"weights": torch.zeros(3)}, foreign)
