@@ -116,6 +116,41 @@ def ctrl_c_saves_a_checkpoint(script: str, *args: str, cwd: Path, steps_per_upda
     return ckpt
 
 
+TORCHRUN_DRIVER = """
+import os, sys
+import torch
+sys.path.insert(0, {root!r})
+import {module} as ppo
+
+agents = []
+
+
+class Recorded(ppo.Agent):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        agents.append(self)
+        self.initial = {{k: v.clone() for k, v in self.state_dict().items()}}
+
+
+ppo.Agent = Recorded
+sys.argv = ["{module}.py", *{argv!r}]
+ppo.main()
+torch.save({{"initial": agents[-1].initial, "final": agents[-1].state_dict()}},
+           f"rank{{os.environ['RANK']}}.pt")
+"""
+
+
+def two_torchrun_ranks(module: str, argv: list[str], cwd: Path) -> tuple[dict, dict]:
+    """Train `module`.py under torchrun with 2 CPU ranks and `argv`; return each rank's agent weights as
+    {"initial": at construction, "final": after training}."""
+    (cwd / "driver.py").write_text(TORCHRUN_DRIVER.format(root=str(ROOT), module=module, argv=argv))
+    result = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "driver.py"],
+        cwd=cwd, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return tuple(torch.load(cwd / f"rank{r}.pt", weights_only=True) for r in (0, 1))
+
+
 def expect_usage_error(script_module, capsys, monkeypatch, argv: list[str], *fragments: str) -> None:
     """Run the script's main() with `argv` as its command line, in this process (no 3-second torch import per
     case), and check it refused: exit code 2 and one line on stderr, `<script>: error: ...`, holding every

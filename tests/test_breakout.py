@@ -2,16 +2,13 @@
 from its command line (train, resume, play with MP4, Ctrl-C, bad input), and two torchrun ranks on the CPU
 ending an update with identical parameters."""
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import torch
 
 import ppo_breakout_atari as ppo
-from conftest import (CLEANRL_TAGS, ROOT, ctrl_c_saves_a_checkpoint, expect_unreadable_checkpoints_refused,
-                      expect_usage_error, run_dirs, run_script, scalars)
+from conftest import (CLEANRL_TAGS, ctrl_c_saves_a_checkpoint, expect_unreadable_checkpoints_refused,
+                      expect_usage_error, run_dirs, run_script, scalars, two_torchrun_ranks)
 
 SCRIPT = "ppo_breakout_atari.py"
 # A tiny configuration: 2 envs x 128 steps = 256 samples per update, 2 updates, 1 epoch, on the CPU.
@@ -135,38 +132,9 @@ def test_train_resume_play(tmp_path):
     assert len(videos) == 1 and videos[0].stat().st_size > 0
 
 
-DRIVER = """
-import os, sys
-import torch
-sys.path.insert(0, {root!r})
-import ppo_breakout_atari as ppo
-
-agents = []
-
-
-class Recorded(ppo.Agent):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        agents.append(self)
-        self.initial = {{k: v.clone() for k, v in self.state_dict().items()}}
-
-
-ppo.Agent = Recorded
-sys.argv = ["ppo_breakout_atari.py", *{argv!r}]
-ppo.main()
-torch.save({{"initial": agents[-1].initial, "final": agents[-1].state_dict()}},
-           f"rank{{os.environ['RANK']}}.pt")
-"""
-
-
 def test_two_torchrun_ranks_end_an_update_with_identical_parameters(tmp_path):
     argv = [*TINY, "--total-timesteps", "512", "--eval-every", "0"]  # 2 ranks x 256 samples: one update
-    (tmp_path / "driver.py").write_text(DRIVER.format(root=str(ROOT), argv=argv))
-    result = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "driver.py"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    rank0, rank1 = (torch.load(tmp_path / f"rank{r}.pt", weights_only=True) for r in (0, 1))
+    rank0, rank1 = two_torchrun_ranks("ppo_breakout_atari", argv, tmp_path)
     # Each rank drew its own weights (its own seed), then took rank 0's, and the averaged gradients kept
     # them equal through the update, which moved them.
     assert any(not torch.equal(rank0["initial"][k], rank1["initial"][k]) for k in rank0["initial"])

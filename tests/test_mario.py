@@ -3,7 +3,6 @@ of both API shapes and the real gym-super-mario-bros of this Python, the frame p
 minibatch stream, and the script end to end from its command line (train, KL early stop, resume, play with
 MP4, determinism, Ctrl-C, bad input, two torchrun ranks)."""
 
-import subprocess
 import sys
 
 import gymnasium as gym
@@ -12,8 +11,8 @@ import pytest
 import torch
 
 import ppo_mario_cnn as ppo
-from conftest import (CLEANRL_TAGS, ROOT, ctrl_c_saves_a_checkpoint, expect_unreadable_checkpoints_refused,
-                      expect_usage_error, run_dirs, run_script, scalars)
+from conftest import (CLEANRL_TAGS, ctrl_c_saves_a_checkpoint, expect_unreadable_checkpoints_refused,
+                      expect_usage_error, run_dirs, run_script, scalars, two_torchrun_ranks)
 
 SCRIPT = "ppo_mario_cnn.py"
 # A tiny configuration: 2 envs x 64 steps = 128 samples per update, 2 updates, 4 + 4 gradient steps of 64.
@@ -303,38 +302,9 @@ def run_dirs_after(result, tmp_path, exp_name):
     return run_dir
 
 
-DRIVER = """
-import os, sys
-import torch
-sys.path.insert(0, {root!r})
-import ppo_mario_cnn as ppo
-
-agents = []
-
-
-class Recorded(ppo.Agent):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        agents.append(self)
-        self.initial = {{k: v.clone() for k, v in self.state_dict().items()}}
-
-
-ppo.Agent = Recorded
-sys.argv = ["ppo_mario_cnn.py", *{argv!r}]
-ppo.main()
-torch.save({{"initial": agents[-1].initial, "final": agents[-1].state_dict()}},
-           f"rank{{os.environ['RANK']}}.pt")
-"""
-
-
 def test_two_torchrun_ranks_end_an_update_with_identical_parameters(tmp_path):
     argv = [*TINY, "--eval-every", "0"]  # 2 ranks x 128 samples: one update
-    (tmp_path / "driver.py").write_text(DRIVER.format(root=str(ROOT), argv=argv))
-    result = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "driver.py"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    rank0, rank1 = (torch.load(tmp_path / f"rank{r}.pt", weights_only=True) for r in (0, 1))
+    rank0, rank1 = two_torchrun_ranks("ppo_mario_cnn", argv, tmp_path)
     # Each rank drew its own weights (its own seed), then took rank 0's, and the averaged gradients kept
     # them equal through the update (both networks, both optimizers), which moved them.
     assert any(not torch.equal(rank0["initial"][k], rank1["initial"][k]) for k in rank0["initial"])
