@@ -13,6 +13,7 @@ Differs from ppo_lunarlander_vec.py in:
     - the Atari wrappers (copied from common/wrappers.py); observations stay uint8 until the network
     - Agent: a CNN trunk shared by the actor and critic heads (one forward pass for both; c1 now matters)
     - `--anneal-clip`: epsilon annealed like the learning rate (Table 5's epsilon = 0.1 alpha)
+    - `--precision`: the CNN computes in bfloat16 where the hardware does so natively (most of the time is there)
     - torch.distributed: `setup_distributed`, gradients all-reduced, only rank 0 logs, evaluates and saves
     - episodic returns are whole games (all lives, unclipped), recorded below the life and reward wrappers;
       evaluation samples from pi (argmax can stall: a policy that never presses FIRE waits forever)
