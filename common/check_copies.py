@@ -160,6 +160,24 @@ def _marker_comments(source: str) -> list[tuple[int, str]]:
     return markers
 
 
+def copied_spans(path: Path) -> list[tuple[int, int]]:
+    """(first, last) line numbers, 1-based and inclusive, of every copied block in ``path``: from its marker
+    comment to the end of the definition below it (markers not directly above a definition are skipped;
+    ``check`` reports those)."""
+    lines = _read_lines(path)
+    source = "".join(lines)
+    tree = ast.parse(source)
+    definitions = {_first_line(node): node for node in ast.walk(tree) if isinstance(node, DEFINITIONS)}
+    spans = []
+    for marker_line, _ in _marker_comments(source):
+        start = marker_line + 1
+        while start <= len(lines) and not lines[start - 1].strip():
+            start += 1
+        if start in definitions:
+            spans.append((marker_line, definitions[start].end_lineno))
+    return spans
+
+
 def parse_marker(text: str) -> tuple[str, list[tuple[str, str]]]:
     """Split the text after "Copied from" into the dotted target and its (Old, New) renames.
 

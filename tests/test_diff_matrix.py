@@ -1,0 +1,70 @@
+"""common/diff_matrix.py: changed lines counted by hand on small files, copied blocks found by their markers, and
+the repository's neighbouring pairs within their bounds."""
+
+from pathlib import Path
+
+from common.check_copies import copied_spans
+from common.diff_matrix import NEIGHBOURS, Count, count_changes, main, matrix
+from conftest import ROOT
+
+A = '''import os
+
+
+# Copied from common.wrappers.Thing
+class Thing:
+    def f(self):
+        return 1
+
+
+def main():
+    print("a")
+    return 0
+'''
+# B: one line changed inside the copied block, one changed and one added outside it.
+B = '''import os
+
+
+# Copied from common.wrappers.Thing
+class Thing:
+    def f(self):
+        return 2
+
+
+def main():
+    print("b")
+    print("more")
+    return 0
+'''
+
+
+def test_copied_spans_run_from_the_marker_to_the_end_of_the_definition(tmp_path: Path):
+    path = tmp_path / "a.py"
+    path.write_text(A + "\n# Copied from nowhere, not above a definition\nx = 1\n")
+    assert copied_spans(path) == [(4, 7)]
+
+
+def test_changed_lines_by_hand(tmp_path: Path):
+    a, b = tmp_path / "ppo_a.py", tmp_path / "ppo_b.py"
+    a.write_text(A)
+    b.write_text(B)
+    # inside: "return 1" removed, "return 2" added; outside: print("a") removed, print("b") and print("more") added
+    assert count_changes(a, b) == Count(outside=3, inside=2)
+    assert count_changes(a, a) == Count(0, 0)
+    scripts, counts = matrix(tmp_path)
+    assert scripts == ["ppo_a.py", "ppo_b.py"] and counts == {("ppo_a.py", "ppo_b.py"): Count(3, 2)}
+
+
+def test_neighbouring_pairs_stay_within_their_bounds(capsys):
+    assert main(["--check"]) == 0, capsys.readouterr().out
+    out = capsys.readouterr().out
+    for a, b in NEIGHBOURS:
+        assert f"{a} -> {b}: " in out
+    _, counts = matrix(ROOT)
+    for (a, b), bound in NEIGHBOURS.items():
+        assert counts[tuple(sorted((a, b)))].outside <= bound, (a, b)
+
+
+def test_check_fails_when_a_pair_grows_past_its_bound(monkeypatch, capsys):
+    monkeypatch.setitem(NEIGHBOURS, ("ppo_cartpole.py", "ppo_lunarlander_vec.py"), 10)
+    assert main(["--check"]) == 1
+    assert "OVER ITS BOUND 10" in capsys.readouterr().out
