@@ -160,21 +160,32 @@ def _marker_comments(source: str) -> list[tuple[int, str]]:
     return markers
 
 
+def _definitions(tree: ast.Module) -> dict[int, ast.AST]:
+    """Every class and function of a module, nested ones included, by the line it starts on."""
+    return {_first_line(node): node for node in ast.walk(tree) if isinstance(node, DEFINITIONS)}
+
+
+def _copy_below(lines: list[str], definitions: dict[int, ast.AST], marker_line: int) -> tuple[int, ast.AST | None]:
+    """The copy a marker names: the definition starting on the next non-blank line below it (None if that line
+    starts none), and that line."""
+    start = marker_line + 1
+    while start <= len(lines) and not lines[start - 1].strip():
+        start += 1
+    return start, definitions.get(start)
+
+
 def copied_spans(path: Path) -> list[tuple[int, int]]:
     """(first, last) line numbers, 1-based and inclusive, of every copied block in ``path``: from its marker
     comment to the end of the definition below it (markers not directly above a definition are skipped;
     ``check`` reports those)."""
     lines = _read_lines(path)
     source = "".join(lines)
-    tree = ast.parse(source)
-    definitions = {_first_line(node): node for node in ast.walk(tree) if isinstance(node, DEFINITIONS)}
+    definitions = _definitions(ast.parse(source))
     spans = []
     for marker_line, _ in _marker_comments(source):
-        start = marker_line + 1
-        while start <= len(lines) and not lines[start - 1].strip():
-            start += 1
-        if start in definitions:
-            spans.append((marker_line, definitions[start].end_lineno))
+        _, copy = _copy_below(lines, definitions, marker_line)
+        if copy is not None:
+            spans.append((marker_line, copy.end_lineno))
     return spans
 
 
@@ -297,8 +308,7 @@ def _check_script(root: Path, path: Path, modules: dict) -> tuple[int, list[Prob
     except SyntaxError as error:
         return 0, [Problem(name, error.lineno or 1, f"cannot parse: {error.msg}")], []
 
-    # Every class and function of the script, nested ones included, by the line it starts on.
-    definitions = {_first_line(node): node for node in ast.walk(tree) if isinstance(node, DEFINITIONS)}
+    definitions = _definitions(tree)
 
     markers = _marker_comments(source)
     problems, drifted = [], []
@@ -309,11 +319,7 @@ def _check_script(root: Path, path: Path, modules: dict) -> tuple[int, list[Prob
             problems.append(Problem(name, marker_line, f"malformed marker: {error}"))
             continue
 
-        # The copy is the definition starting on the next non-blank line below the marker.
-        start = marker_line + 1
-        while start <= len(lines) and not lines[start - 1].strip():
-            start += 1
-        copy = definitions.get(start)
+        start, copy = _copy_below(lines, definitions, marker_line)
         if copy is None:
             message = "marker is not directly above a class or function definition"
             problems.append(Problem(name, marker_line, message))
