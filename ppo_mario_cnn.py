@@ -373,10 +373,8 @@ def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None)
     below the frame skip and the reward shaping: what they record and report is every frame and the env's own
     reward (episode lengths are in frames). An episode is one life on one level: it ends when Mario dies or
     reaches the flag."""
-    try:
-        nes = gym_super_mario_bros.SuperMarioBrosEnv(lost_levels=GAMES[args.env_id], target=(args.world, args.stage))
-    except (TypeError, ValueError) as e:  # a level the game does not have
-        fail(f"cannot make {args.env_id} level {args.world}-{args.stage}: {e}")
+    # (check_args has made sure the game has this level)
+    nes = gym_super_mario_bros.SuperMarioBrosEnv(lost_levels=GAMES[args.env_id], target=(args.world, args.stage))
     env = ToGymnasium(JoypadSpace(nes, ACTION_SETS[args.action_type]))
     if video_folder:
         env = gym.wrappers.RecordVideo(env, video_folder, episode_trigger=video_trigger)
