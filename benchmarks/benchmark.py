@@ -21,6 +21,11 @@ draw other per-episode and per-evaluation scalars instead (Mario: `charts/x_pos`
 --label names a configuration (a row's `label`, the CSV's default name); --compare draws several benchmark
 CSVs (say, one per objective) into one --plot, one colour per CSV, each as its mean and min-max band.
 
+Two CSVs per benchmark: <name>.csv, one row per seed (the measures above), and <name>-curves.csv, the learning
+curves themselves: one row per finished training episode (--tag) and per evaluation (--eval-tag), with the
+script, env, seed, env steps, wall seconds from launch and the value. The plots are drawn from the curves CSV,
+so a committed result can be redrawn (--compare) after its run folders are gone.
+
 Timing: seconds are counted from just before the process is launched, so Python start-up, imports and env
 construction count: that is what a user waits for. "Training seconds" count from the run's first TensorBoard
 event (the script opening its SummaryWriter) instead: the training loop's own clock. With --from-logs there
@@ -367,21 +372,60 @@ def write_csv(path: Path, rows: list[dict]) -> None:
             writer.writerow({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()})
 
 
-def read_curves(args: Args, rows: list[dict]) -> tuple[dict, dict]:
-    """{seed: (steps, rolling mean training return)} and {seed: (steps, greedy evaluation return)} of the rows'
-    run folders (the second empty when the script does not evaluate)."""
+def curves_path(csv_path: Path) -> Path:
+    """Where the curve points of the runs in a results CSV live: beside it, as <stem>-curves.csv."""
+    return csv_path.with_name(f"{csv_path.stem}-curves.csv")
+
+
+def read_points(args: Args, run_dir: Path, start_time: float | None = None, label: str | None = None) -> list[dict]:
+    """The run's learning curve as rows for the curves CSV: every --tag value (one per finished training
+    episode, kind "training") and every --eval-tag value (one per evaluation, kind "evaluation"), each with its
+    env steps and its wall seconds from `start_time` (launch; None: the run's first event), labelled `label`
+    (None: --label)."""
+    if not run_dir.is_dir():
+        raise RunFailed(f"the run folder {run_dir} is gone: rerun the benchmark that wrote it")
+    env_id, seed = parse_run_name(run_dir)
+    scalars, first_event_time = read_scalars(run_dir)
+    start = first_event_time if start_time is None else start_time
+    return [
+        {"script": Path(args.script).name, "label": args.label if label is None else label, "env_id": env_id,
+         "seed": seed, "kind": kind, "tag": tag, "env_steps": event.step, "wall_seconds": event.wall_time - start,
+         "value": event.value}
+        for kind, tag in (("training", args.tag), ("evaluation", args.eval_tag))
+        for event in scalars.get(tag, [])
+    ]
+
+
+def load_points(path: Path) -> list[dict]:
+    """A curves CSV back as rows with numbers (the inverse of write_csv on read_points' rows)."""
+    return [
+        {**row, "env_steps": int(row["env_steps"]), "wall_seconds": float(row["wall_seconds"]),
+         "value": float(row["value"])}
+        for row in csv.DictReader(open(path))
+    ]
+
+
+def curves_from_points(args: Args, points: list[dict]) -> tuple[dict, dict]:
+    """{seed: (steps, rolling mean of --tag)} and {seed: (steps, --eval-tag values)} from curve points (the
+    second empty when the script does not evaluate). Seeds are keyed as strings, as a CSV gives them back."""
     curves, evals = {}, {}
-    for row in rows:
-        run_dir = Path(row["run_dir"])
-        if not run_dir.is_dir():
-            raise RunFailed(f"the run folder {run_dir} is gone: rerun the benchmark that wrote it")
-        scalars, _ = read_scalars(run_dir)
-        episodes = scalars.get(args.tag, [])
-        if episodes:
-            curves[row["seed"]] = ([e.step for e in episodes], rolling_mean([e.value for e in episodes], args.window))
-        if scalars.get(args.eval_tag):
-            evals[row["seed"]] = ([e.step for e in scalars[args.eval_tag]], [e.value for e in scalars[args.eval_tag]])
+    for point in points:
+        seed = str(point["seed"])
+        if point["kind"] == "training" and point["tag"] == args.tag:
+            curves.setdefault(seed, ([], []))
+            curves[seed][0].append(point["env_steps"])
+            curves[seed][1].append(point["value"])
+        elif point["kind"] == "evaluation" and point["tag"] == args.eval_tag:
+            evals.setdefault(seed, ([], []))
+            evals[seed][0].append(point["env_steps"])
+            evals[seed][1].append(point["value"])
+    curves = {seed: (steps, rolling_mean(values, args.window)) for seed, (steps, values) in curves.items()}
     return curves, evals
+
+
+def read_curves(args: Args, rows: list[dict]) -> tuple[dict, dict]:
+    """curves_from_points on the rows' run folders."""
+    return curves_from_points(args, [point for row in rows for point in read_points(args, Path(row["run_dir"]))])
 
 
 def draw_mean_and_band(ax, runs: dict, color: str, label: str) -> None:
@@ -397,11 +441,11 @@ def draw_mean_and_band(ax, runs: dict, color: str, label: str) -> None:
         ax.plot(grid, stacked.mean(0), color=color, linewidth=2, label=label)
 
 
-def plot_curves(args: Args, groups: dict[str, list[dict]]) -> None:
+def plot_curves(args: Args, groups: dict[str, tuple[list[dict], list[dict]]]) -> None:
     """Learning curves in one PNG: the rolling mean training return against env steps and, beside it, the
-    evaluation return when the script logs it. `groups` maps a configuration's label to its rows: a single
-    group is drawn seed by seed (thin) with its mean and min-max band, several groups (--compare) one colour
-    each, as their mean and band."""
+    evaluation return when the script logs it. `groups` maps a configuration's label to its result rows and
+    curve points: a single group is drawn seed by seed (thin) with its mean and min-max band, several groups
+    (--compare) one colour each, as their mean and band."""
     import matplotlib
 
     matplotlib.use("Agg")  # draw to a file, no display needed
@@ -409,8 +453,10 @@ def plot_curves(args: Args, groups: dict[str, list[dict]]) -> None:
 
     colors = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown"]
     training, evaluation = [], []
-    for (label, rows), color in zip(groups.items(), colors * len(groups)):
-        curves, evals = read_curves(args, rows)
+    for (label, (rows, points)), color in zip(groups.items(), colors * len(groups)):
+        curves, evals = curves_from_points(args, points)
+        if not curves:
+            raise RunFailed(f"no {args.tag} values in the curves of {label or rows[0]['script']}")
         prefix = f"{label}: " if len(groups) > 1 else ""
         training.append((prefix, color, curves))
         if evals:
@@ -436,7 +482,7 @@ def plot_curves(args: Args, groups: dict[str, list[dict]]) -> None:
         ax.set_title(panel)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    first_label, first_rows = next(iter(groups.items()))
+    first_label, (first_rows, _) = next(iter(groups.items()))
     if len(groups) > 1:
         named = f": {', '.join(groups)}"
     else:
@@ -462,7 +508,21 @@ def compare(args: Args) -> int:
         if not rows:
             print(f"--compare: {path} holds no rows", file=sys.stderr)
             return 2
-        groups[rows[0].get("label") or path.stem] = rows
+        # The curve points beside the CSV; where they are missing (a CSV from before they were written), read
+        # the run folders and keep them there, so the next --compare no longer needs the folders.
+        points_path = curves_path(path)
+        try:
+            if points_path.is_file():
+                points = load_points(points_path)
+            else:
+                points = [point for row in rows
+                          for point in read_points(args, Path(row["run_dir"]), label=row.get("label", ""))]
+                write_csv(points_path, points)
+                print(f"Curve points read from the run folders into {points_path}")
+        except RunFailed as error:
+            print(f"--compare: {error}", file=sys.stderr)
+            return 1
+        groups[rows[0].get("label") or path.stem] = (rows, points)
     try:
         plot_curves(args, groups)
     except RunFailed as error:
@@ -481,7 +541,7 @@ def main(args: Args) -> int:
         return 2
     if args.compare:
         return compare(args)
-    rows, failures = [], []
+    rows, points, failures = [], [], []
     if args.from_logs:
         run_dirs = sorted({Path(p) for pattern in args.from_logs for p in glob.glob(str(args.workdir / pattern))})
         run_dirs = [p for p in run_dirs if p.is_dir()]
@@ -494,6 +554,7 @@ def main(args: Args) -> int:
                 if args.play_episodes:
                     row.update(play_policy(args, Path(args.script).resolve(), run_dir))
                 rows.append(row)
+                points += read_points(args, run_dir)
             except RunFailed as error:
                 failures.append(f"{run_dir}: {error}")
         rows.sort(key=lambda row: (row["env_id"], row["seed"], row["run_dir"]))
@@ -508,6 +569,7 @@ def main(args: Args) -> int:
             try:
                 run_dir, launch, exit_time = run_seed(args, script, seed, log_path)
                 row = analyse(args, run_dir, launch, exit_time)
+                run_points = read_points(args, run_dir, launch)
                 if args.play_episodes:
                     print(f"{prefix} playing the greedy policy for {args.play_episodes} episodes", flush=True)
                     row.update(play_policy(args, script, run_dir))
@@ -516,6 +578,7 @@ def main(args: Args) -> int:
                 failures.append(f"seed {seed}: {error}")
                 continue
             rows.append(row)
+            points += run_points
             reached = ""
             if args.threshold is not None and row["steps_to_threshold"] is None:
                 reached = f", did not reach {args.threshold:g}"
@@ -541,8 +604,12 @@ def main(args: Args) -> int:
         csv_path = args.csv or REPO_ROOT / "benchmarks" / "results" / f"{stem}.csv"
         write_csv(csv_path, rows)
         print(f"Rows written to {csv_path}")
-    if rows and args.plot:
-        plot_curves(args, {args.label: rows})
+        if points:
+            write_csv(curves_path(csv_path), points)
+            print(f"Curve points (env steps, wall seconds, {args.tag} / {args.eval_tag}) written to "
+                  f"{curves_path(csv_path)}")
+    if rows and args.plot and points:
+        plot_curves(args, {args.label: (rows, points)})
         print(f"Learning curves drawn in {args.plot}")
     if failures:
         print(f"{len(failures)} run(s) failed:", file=sys.stderr)

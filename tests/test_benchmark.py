@@ -231,6 +231,19 @@ def test_end_to_end(tmp_path):
     assert 0 <= float(rows[1]["train_seconds_to_threshold"]) < float(rows[1]["seconds_to_threshold"])
     assert float(rows[1]["sps"]) == pytest.approx(100 / float(rows[1]["wall_seconds"]), rel=1e-2)
 
+    # the learning curves beside the CSV: every episode's return and every evaluation, with steps and seconds
+    points = list(csv.DictReader(open(tmp_path / "out-curves.csv")))
+    assert list(points[0]) == ["script", "label", "env_id", "seed", "kind", "tag", "env_steps", "wall_seconds",
+                               "value"]
+    training = [(p["seed"], p["env_steps"], p["value"]) for p in points if p["kind"] == "training"]
+    assert training == [(str(s), str(10 * k), str(10.0 * s * k)) for s in (1, 2) for k in range(1, 11)]
+    evaluation = [(p["seed"], p["env_steps"], p["tag"], p["value"]) for p in points if p["kind"] == "evaluation"]
+    assert evaluation == [(str(s), str(10 * k), "eval/mean_return", str(20.0 * s * k)) for s in (1, 2) for k in (5, 10)]
+    for seed in ("1", "2"):
+        seconds = [float(p["wall_seconds"]) for p in points if p["seed"] == seed and p["kind"] == "training"]
+        assert 0 < seconds[0] and seconds == sorted(seconds)
+        assert seconds[-1] <= float(rows[int(seed) - 1]["wall_seconds"])
+
 
 def test_failing_script_is_reported_and_other_seeds_still_run(tmp_path):
     result = run_benchmark(tmp_path, fail_seed=2)
@@ -334,12 +347,33 @@ def test_label_and_compare(tmp_path):
     assert "Learning curves of short, long drawn in" in result.stdout
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and plot.stat().st_size > 10_000
 
-    # Without --plot, or once a run folder is gone, one clear line and a non-zero exit.
+    # Without --plot: one clear line and a non-zero exit.
     result = subprocess.run(compare, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "give --plot PNG" in result.stderr
+
+    # A CSV without its curves (written before they existed) has them read from its run folders and kept.
+    kept = (tmp_path / "fake-short-curves.csv").read_text()
+    (tmp_path / "fake-short-curves.csv").unlink()
+    result = subprocess.run([*compare, "--plot", str(plot)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "Curve points read from the run folders into" in result.stdout
+    reread = (tmp_path / "fake-short-curves.csv").read_text().splitlines()
+    # the same points; only the seconds differ, counted from the first event instead of the launch
+    assert [line.split(",")[:7] + line.split(",")[8:] for line in reread] == [
+        line.split(",")[:7] + line.split(",")[8:] for line in kept.splitlines()]
+
+    # The curves CSVs are enough: with the run folders gone the plot is drawn again, the very same image.
     import shutil
 
-    shutil.rmtree(list(csv.DictReader(open(tmp_path / "fake-long.csv")))[0]["run_dir"])
+    first = plot.read_bytes()
+    for row in [*csv.DictReader(open(tmp_path / "fake-long.csv")), *csv.DictReader(open(tmp_path / "fake-short.csv"))]:
+        shutil.rmtree(row["run_dir"])
+    result = subprocess.run([*compare, "--plot", str(plot)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert plot.read_bytes() == first
+
+    # With neither the curves nor the run folders, one clear line.
+    (tmp_path / "fake-long-curves.csv").unlink()
     result = subprocess.run([*compare, "--plot", str(plot)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 1 and "is gone: rerun the benchmark" in result.stderr
     assert "Traceback" not in result.stderr
