@@ -59,11 +59,11 @@ class Args:
     exp_name: str = SCRIPT[: -len(".py")]
     """name of the experiment: runs are saved in runs/<env-id>__<exp-name>__<seed>__<unix-time>/"""
     seed: int = 1
-    """seed of Python, NumPy, torch and the environment: the same seed gives the same run on the CPU"""
+    """seed of Python, NumPy, torch and the environments: the same seed gives the same run on the CPU"""
     torch_deterministic: bool = True
     """let torch use deterministic algorithms only (torch.use_deterministic_algorithms)"""
     cuda: bool = False
-    """run the network on CUDA when available; off by default: a network this small is faster on the CPU"""
+    """run the network on CUDA when available; off by default: networks this small are faster on the CPU"""
     capture_video: bool = False
     """record MP4s under the run folder's videos/ (training: episodes 0, 1, 8, 27, ...; --play: every episode)"""
     checkpoint_every: int = 10
@@ -88,7 +88,7 @@ class Args:
     anneal_lr: bool = True
     """anneal the learning rate linearly to 0, as the paper does for Atari (Table 5's alpha)"""
     num_steps: int = 256
-    """T, the horizon: env steps collected per rollout, between two updates (paper: 128 to 2048)"""
+    """T, the horizon: steps each env runs per rollout, between two updates (paper: 128 to 2048)"""
     gamma: float = 0.98
     """gamma, the discount of future rewards: the agent looks about 1/(1-gamma) steps ahead (usual 0.98-0.999)"""
     gae_lambda: float = 0.8
@@ -112,8 +112,10 @@ class Args:
     """width of the shared hidden layer"""
 
     # --- derived at runtime (not command-line flags) ---
+    batch_size: tyro.conf.Suppress[int] = 0
+    """samples per rollout: num_steps (one env)"""
     num_iterations: tyro.conf.Suppress[int] = 0
-    """number of rollout + update cycles: total_timesteps // num_steps"""
+    """number of rollout + update cycles: total_timesteps // batch_size"""
 
 
 def fail(message: str) -> None:
@@ -353,28 +355,38 @@ def args_from_checkpoint(args: Args) -> tuple[Args, dict]:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Play: run a saved policy
+# Evaluation and play: run the greedy policy
 # ---------------------------------------------------------------------------------------------------------
+
+
+def evaluate(args: Args, agent: Agent, episodes: int, video_folder: Optional[str] = None, verbose: bool = False):
+    """Run `episodes` episodes of the greedy policy (argmax pi) on an env of its own, episode i seeded with
+    seed + i, so every evaluation sees the same starts. Returns the episodic returns and lengths."""
+    env = make_env(args, video_folder, video_trigger=lambda episode: True)
+    device = next(agent.parameters()).device
+    returns, lengths = [], []
+    for episode in range(episodes):
+        obs, _ = env.reset(seed=args.seed + episode)
+        while True:
+            with torch.inference_mode():
+                action, _, _, _ = agent.get_action_and_value(torch.as_tensor(obs, device=device), greedy=True)
+            obs, _, terminated, truncated, info = env.step(action.item())
+            if terminated or truncated:
+                break
+        returns.append(float(info["episode"]["r"]))
+        lengths.append(int(info["episode"]["l"]))
+        if verbose:
+            print(f"episode {episode + 1}/{episodes}: return {returns[-1]:.1f}, length {lengths[-1]}")
+    env.close()
+    return returns, lengths
 
 
 def play(args: Args, ckpt: dict) -> None:
     # A folder of its own for each --play, so that no earlier video is overwritten.
     video_folder = os.path.join(os.path.dirname(os.path.abspath(args.play)), "videos", f"play-{int(time.time())}")
-    env = make_env(args, video_folder if args.capture_video else None, video_trigger=lambda episode: True)
-    agent = Agent(env, args.hidden_size)
+    agent = Agent(make_env(args), args.hidden_size)
     restore_agent(agent, ckpt, args.play)
-    returns = []
-    for episode in range(args.episodes):
-        obs, _ = env.reset(seed=args.seed + episode)
-        while True:
-            with torch.no_grad():
-                action, _, _, _ = agent.get_action_and_value(torch.as_tensor(obs, dtype=torch.float32), greedy=True)
-            obs, _, terminated, truncated, info = env.step(action.item())
-            if terminated or truncated:
-                break
-        returns.append(info["episode"]["r"])
-        print(f"episode {episode + 1}/{args.episodes}: return {returns[-1]:.1f}, length {info['episode']['l']}")
-    env.close()
+    returns, _ = evaluate(args, agent, args.episodes, video_folder if args.capture_video else None, verbose=True)
     print(f"mean return over {args.episodes} episodes: {np.mean(returns):.1f} +/- {np.std(returns):.1f}")
     if args.capture_video:
         print(f"videos: {video_folder}")
@@ -386,7 +398,8 @@ def play(args: Args, ckpt: dict) -> None:
 
 
 def train(args: Args, ckpt: Optional[dict]) -> None:
-    args.num_iterations = args.total_timesteps // args.num_steps
+    args.batch_size = args.num_steps
+    args.num_iterations = args.total_timesteps // args.batch_size
     if ckpt is None:
         run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
         run_dir = os.path.join("runs", run_name)
@@ -453,7 +466,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
             recent_returns.append(episodic_return)
             writer.add_scalar("charts/episodic_return", episodic_return, global_step + step + 1)
             writer.add_scalar("charts/episodic_length", length, global_step + step + 1)
-        global_step += args.num_steps
+        global_step += args.batch_size
 
         # --- Advantages: computed once per rollout, from the value function that collected it -------------
         advantages = compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.final_values, last_value,
@@ -467,7 +480,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         # --- Update: K epochs of minibatch gradient steps on L^{CLIP+VF+S} ----------------------------------
         clipfracs = []
         for epoch in range(args.update_epochs):
-            for mb in torch.randperm(args.num_steps, device=device).split(args.minibatch_size):
+            for mb in torch.randperm(args.batch_size, device=device).split(args.minibatch_size):
                 _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb], b_actions[mb])
                 # r_t(theta) = pi(a_t|s_t) / pi_old(a_t|s_t), computed as exp(log pi - log pi_old): a ratio
                 # of two small probabilities is numerically fragile, a difference of logs is not.
@@ -511,7 +524,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         writer.add_scalar("losses/clipfrac", np.mean(clipfracs), global_step)
         writer.add_scalar("losses/explained_variance", explained_var, global_step)
         writer.add_scalar("charts/SPS", sps, global_step)
-        progress.update(args.num_steps)
+        progress.update(args.batch_size)
         if recent_returns:
             progress.set_postfix_str(f"return(last {len(recent_returns)}) {np.mean(recent_returns):.1f}, SPS {sps}")
 

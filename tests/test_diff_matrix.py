@@ -4,7 +4,7 @@ the repository's neighbouring pairs within their bounds."""
 from pathlib import Path
 
 from common.check_copies import copied_spans
-from common.diff_matrix import NEIGHBOURS, Count, count_changes, main, matrix
+from common.diff_matrix import NEIGHBOURS, Count, code_lines, count_changes, main, matrix
 from conftest import ROOT
 
 A = '''import os
@@ -48,10 +48,49 @@ def test_changed_lines_by_hand(tmp_path: Path):
     a.write_text(A)
     b.write_text(B)
     # inside: "return 1" removed, "return 2" added; outside: print("a") removed, print("b") and print("more") added
-    assert count_changes(a, b) == Count(outside=3, inside=2)
-    assert count_changes(a, a) == Count(0, 0)
+    # all three outside lines are code
+    assert count_changes(a, b) == Count(outside=3, inside=2, code=3)
+    assert count_changes(a, a) == Count(0, 0, 0)
     scripts, counts = matrix(tmp_path)
-    assert scripts == ["ppo_a.py", "ppo_b.py"] and counts == {("ppo_a.py", "ppo_b.py"): Count(3, 2)}
+    assert scripts == ["ppo_a.py", "ppo_b.py"] and counts == {("ppo_a.py", "ppo_b.py"): Count(3, 2, 3)}
+
+
+PROSE = '''"""Module docstring,
+two lines."""
+import os  # a trailing comment
+
+# a comment line
+
+
+class Args:
+    """class docstring"""
+
+    lr: float = 0.1
+    """help text of a field,
+    over two lines"""
+
+
+def f(x):
+    """function docstring"""
+    s = """a string assigned is code"""
+    return x  # why
+'''
+
+
+def test_code_lines_drop_docstrings_comments_and_blank_lines():
+    assert code_lines(PROSE) == [
+        (3, "import os"), (8, "class Args:"), (11, "    lr: float = 0.1"), (16, "def f(x):"),
+        (18, '    s = """a string assigned is code"""'), (19, "    return x"),
+    ]
+
+
+def test_prose_changes_count_outside_but_not_as_code(tmp_path: Path):
+    a, b = tmp_path / "ppo_a.py", tmp_path / "ppo_b.py"
+    a.write_text(PROSE)
+    # the module docstring, a comment, a field's help and a trailing comment reworded; one code line changed
+    b.write_text(PROSE.replace("two lines", "2 lines").replace("# a comment line", "# another comment")
+                 .replace("over two lines", "over 2 lines").replace("return x  # why", "return x + 1  # why"))
+    assert count_changes(a, b) == Count(outside=8, inside=0, code=2)
 
 
 def test_neighbouring_pairs_stay_within_their_bounds(capsys):
