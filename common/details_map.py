@@ -1,0 +1,201 @@
+"""The implementation-details map: which lesson implements each well-known PPO detail, and where.
+
+The details are those of Huang et al., *The 37 Implementation Details of PPO* (the 13 core ones, the 9 Atari
+ones, the 9 for continuous actions) plus KL early stopping, the paper's adaptive KL penalty (eq. 8) and the
+bootstrapping of time-limit truncations. For every detail and every script, ``DETAILS`` holds either the text to
+find in the script (the line it first appears on is where the detail is implemented) or the reason the
+script leaves the detail out. This command writes the map as a markdown table into README.md, between the
+``<!-- details-map -->`` markers, each implementation a link to its file and line.
+
+Usage::
+
+    python -m common.details_map            # print the table
+    python -m common.details_map --write    # rewrite the table in README.md (after a script has moved lines)
+    python -m common.details_map --check    # exit 1 when README's table is not the one the scripts give today
+
+tests/test_details_map.py runs --check and, independently of this module, reads README's table back and checks
+that every ``file#Lline`` it links exists and holds the identifier the table shows beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+BEGIN, END = "<!-- details-map:begin -->", "<!-- details-map:end -->"
+SCRIPTS = ("ppo_cartpole.py", "ppo_lunarlander_vec.py", "ppo_pendulum_continuous.py", "ppo_breakout_atari.py",
+           "ppo_mario_cnn.py")
+CP, LL, PD, BO, MA = SCRIPTS
+
+
+@dataclass(frozen=True)
+class Absent:
+    """The script leaves the detail out, for this reason."""
+
+    why: str
+
+
+NOT_PIXELS = Absent("n/a: no frames")
+NOT_CONTINUOUS = Absent("n/a: discrete actions")
+
+
+def everywhere(needle: str, **other: str | Absent) -> dict[str, str | Absent]:
+    """The same needle in every script, except where `other` (keyed by the script's short name) says otherwise."""
+    short = {"cartpole": CP, "lunarlander": LL, "pendulum": PD, "breakout": BO, "mario": MA}
+    return {script: needle for script in SCRIPTS} | {short[name]: value for name, value in other.items()}
+
+
+# (group, detail, {script: needle or Absent}); the detail's name follows [37]'s headings.
+DETAILS: list[tuple[str, str, dict[str, str | Absent]]] = [
+    ("core", "1. vectorized environments", everywhere(
+        "def make_envs", cartpole=Absent("one env: the loop stays plain; LunarLander adds them"))),
+    ("core", "2. orthogonal init, constant bias", everywhere("def layer_init")),
+    ("core", "3. Adam epsilon 1e-5", everywhere("eps=1e-5")),
+    ("core", "4. learning-rate annealing", everywhere('param_groups[0]["lr"] =')),
+    ("core", "5. GAE", everywhere("def compute_gae")),
+    ("core", "6. minibatch updates", everywhere(
+        ".split(args.minibatch_size)", mario="def minibatches")),
+    ("core", "7. advantage normalization", everywhere("if args.norm_adv:")),
+    ("core", "8. clipped surrogate objective", everywhere("def clipped_surrogate_loss")),
+    ("core", "9. value-loss clipping", everywhere(
+        "def clipped_value_loss",
+        cartpole=Absent("the paper's plain squared error; LunarLander adds clipping"),
+        mario=Absent("the critic has its own loss and optimizer (Spinning Up): plain squared error"))),
+    ("core", "10. overall loss and entropy bonus", everywhere(
+        "- args.ent_coef * entropy_loss", mario="loss = pg_loss - args.ent_coef * entropy_loss")),
+    ("core", "11. global gradient clipping", everywhere(
+        "clip_grad_norm_(agent.parameters()", mario="clip_grad_norm_(parameters")),
+    ("core", "12. debug variables (approx_kl, clipfrac, ...)", everywhere('"losses/clipfrac"')),
+    ("core", "13. shared or separate networks", everywhere(
+        "self.critic = nn.Sequential(", cartpole="self.trunk = nn.Sequential(",
+        breakout="self.trunk = nn.Sequential(", mario="self.critic_cnn = cnn(")),
+    ("Atari", "1. no-op reset", {
+        CP: NOT_PIXELS, LL: NOT_PIXELS, PD: NOT_PIXELS, BO: "class NoopReset",
+        MA: Absent("sampled actions vary the episodes; the seed's Mario has none")}),
+    ("Atari", "2. max-and-skip 4 frames", {
+        CP: NOT_PIXELS, LL: NOT_PIXELS, PD: NOT_PIXELS, BO: "class MaxAndSkip", MA: "class MaxAndSkip"}),
+    ("Atari", "3. episodic life", {
+        CP: NOT_PIXELS, LL: NOT_PIXELS, PD: NOT_PIXELS, BO: "class EpisodicLife",
+        MA: Absent("an episode is already one life: death terminates it")}),
+    ("Atari", "4. FIRE on reset", {
+        CP: NOT_PIXELS, LL: NOT_PIXELS, PD: NOT_PIXELS, BO: "class FireReset",
+        MA: Absent("Mario needs no button to start")}),
+    ("Atari", "5. grayscale 84 x 84 (WarpFrame)", {
+        CP: NOT_PIXELS, LL: NOT_PIXELS, PD: NOT_PIXELS, BO: "class GrayscaleResize", MA: "class GrayscaleResize"}),
+    ("Atari", "6. reward clipping", {
+        CP: NOT_PIXELS, LL: NOT_PIXELS, PD: NOT_PIXELS, BO: "class ClipReward",
+        MA: Absent("MarioReward shapes the reward and divides it by 10 instead")}),
+    ("Atari", "7. frame stack of 4", {
+        CP: NOT_PIXELS, LL: NOT_PIXELS, PD: NOT_PIXELS, BO: "class FrameStack", MA: "class FrameStack"}),
+    ("Atari", "8. shared Nature CNN", {
+        CP: NOT_PIXELS, LL: NOT_PIXELS, PD: NOT_PIXELS, BO: "layer_init(nn.Conv2d(channels, 32, 8, stride=4))",
+        MA: Absent("the variant: two smaller CNNs, one per network")}),
+    ("Atari", "9. pixels scaled to [0, 1]", {
+        CP: NOT_PIXELS, LL: NOT_PIXELS, PD: NOT_PIXELS, BO: "/ 255.0", MA: "/ 255.0"}),
+    ("continuous", "1. Gaussian policy", {
+        CP: NOT_CONTINUOUS, LL: NOT_CONTINUOUS, PD: "mean + logstd.exp() * torch.randn_like(mean)",
+        BO: NOT_CONTINUOUS, MA: NOT_CONTINUOUS}),
+    ("continuous", "2. state-independent log std", {
+        CP: NOT_CONTINUOUS, LL: NOT_CONTINUOUS, PD: "self.actor_logstd = nn.Parameter",
+        BO: NOT_CONTINUOUS, MA: NOT_CONTINUOUS}),
+    ("continuous", "3. independent action components", {
+        CP: NOT_CONTINUOUS, LL: NOT_CONTINUOUS, PD: "a product of densities is a sum of log-densities",
+        BO: NOT_CONTINUOUS, MA: NOT_CONTINUOUS}),
+    ("continuous", "4. separate policy and value networks", {
+        CP: NOT_CONTINUOUS, LL: NOT_CONTINUOUS, PD: "self.actor_mean = nn.Sequential(",
+        BO: NOT_CONTINUOUS, MA: NOT_CONTINUOUS}),
+    ("continuous", "5. action clipped for the env, stored unclipped", {
+        CP: NOT_CONTINUOUS, LL: NOT_CONTINUOUS, PD: "gym.wrappers.ClipAction(env)",
+        BO: NOT_CONTINUOUS, MA: NOT_CONTINUOUS}),
+    ("continuous", "6. observation normalization", {
+        CP: NOT_CONTINUOUS, LL: NOT_CONTINUOUS, PD: "agent.obs_rms.update(", BO: NOT_CONTINUOUS, MA: NOT_CONTINUOUS}),
+    ("continuous", "7. observation clipping", {
+        CP: NOT_CONTINUOUS, LL: NOT_CONTINUOUS, PD: ".clamp(-self.norm_clip, self.norm_clip)",
+        BO: NOT_CONTINUOUS, MA: NOT_CONTINUOUS}),
+    ("continuous", "8. reward scaling", {
+        CP: NOT_CONTINUOUS, LL: NOT_CONTINUOUS, PD: "class RewardScaler", BO: NOT_CONTINUOUS, MA: NOT_CONTINUOUS}),
+    ("continuous", "9. reward clipping", {
+        CP: NOT_CONTINUOUS, LL: NOT_CONTINUOUS, PD: "np.clip(rewards / std, -clip, clip)",
+        BO: NOT_CONTINUOUS, MA: NOT_CONTINUOUS}),
+    ("more", "early stopping on a KL target", everywhere(
+        "approx_kl > args.target_kl:", cartpole=Absent("kept minimal; LunarLander adds it (off by default)"),
+        breakout="all_ranks_mean(approx_kl, args) > args.target_kl", mario="approx_kl > 1.5 * args.target_kl")),
+    ("more", "adaptive KL penalty (paper eq. 8)", {
+        CP: Absent("taught once, in Pendulum"), LL: Absent("taught once, in Pendulum"), PD: "def adapt_kl_beta",
+        BO: Absent("taught once, in Pendulum"), MA: Absent("taught once, in Pendulum")}),
+    ("more", "truncation bootstrapping", everywhere(
+        "final_values[step, truncated] = agent.get_value(",
+        cartpole="rollout.final_values[step] = agent.get_value(")),
+]
+
+
+class NeedleNotFound(Exception):
+    pass
+
+
+def locate(script: str, needle: str, root: Path = ROOT) -> int:
+    """The 1-based number of the first line of `script` that contains `needle`."""
+    for number, line in enumerate((root / script).read_text().splitlines(), start=1):
+        if needle in line:
+            return number
+    raise NeedleNotFound(f"{script}: no line contains {needle!r} (update common/details_map.py's DETAILS)")
+
+
+def cell(script: str, entry: str | Absent, root: Path = ROOT) -> str:
+    if isinstance(entry, Absent):
+        return entry.why
+    line = locate(script, entry, root)
+    return f"[{line}]({script}#L{line}) `{entry}`"
+
+
+def table(root: Path = ROOT) -> str:
+    names = [script[len("ppo_"):-len(".py")] for script in SCRIPTS]
+    lines = ["| group | detail | " + " | ".join(f"`{name}`" for name in names) + " |",
+             "|---|---|" + "---|" * len(SCRIPTS)]
+    for group, detail, entries in DETAILS:
+        cells = [cell(script, entries[script], root) for script in SCRIPTS]
+        lines.append(f"| {group} | {detail} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def readme_with_table(readme: str, new_table: str) -> str:
+    begin, end = readme.index(BEGIN) + len(BEGIN), readme.index(END)
+    return readme[:begin] + "\n" + new_table + "\n" + readme[end:]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m common.details_map", description=__doc__.splitlines()[0])
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--write", action="store_true", help="rewrite the table in README.md")
+    group.add_argument("--check", action="store_true", help="exit 1 when README.md's table is out of date")
+    args = parser.parse_args(argv)
+    try:
+        new_table = table()
+    except NeedleNotFound as error:
+        print(error, file=sys.stderr)
+        return 1
+    if not (args.write or args.check):
+        print(new_table)
+        return 0
+    readme = README.read_text()
+    if BEGIN not in readme or END not in readme:
+        print(f"README.md has no {BEGIN} ... {END} markers to hold the table", file=sys.stderr)
+        return 1
+    updated = readme_with_table(readme, new_table)
+    if args.check:
+        if updated != readme:
+            print("README.md's implementation-details map is out of date: run python -m common.details_map --write",
+                  file=sys.stderr)
+            return 1
+        return 0
+    README.write_text(updated)
+    print(f"implementation-details map written to {README}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
