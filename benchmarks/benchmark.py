@@ -43,6 +43,8 @@ Usage:
     python benchmarks/benchmark.py --script ppo_pendulum_continuous.py --threshold -200 \
         --compare benchmarks/results/ppo_pendulum_continuous-clip.csv \
         benchmarks/results/ppo_pendulum_continuous-kl.csv --plot benchmarks/results/ppo_pendulum_continuous.png
+    python benchmarks/benchmark.py --script - --summary benchmarks/results/ppo_cartpole.csv \
+        benchmarks/results/ppo_lunarlander_vec.csv      # README's results table, one row per CSV
 """
 
 import csv
@@ -89,8 +91,11 @@ class Args:
     """a name for this configuration, e.g. the objective passed in the script arguments: the rows' `label`,
     the default CSV name and the plot's title carry it"""
     compare: tuple[Path, ...] = ()
-    """skip running: draw the runs listed in these benchmark CSVs (their run folders still on disk) into one
-    --plot, one colour per CSV (named by its label), to compare configurations"""
+    """skip running: draw the runs listed in these benchmark CSVs (from their curves CSVs, or their run folders
+    where those are missing) into one --plot, one colour per CSV (named by its label), to compare configurations"""
+    summary: tuple[Path, ...] = ()
+    """skip running: print one results-table row per benchmark CSV (README's results table): env steps, seeds,
+    final return and greedy return as mean +/- std over the seeds, wall seconds and SPS (means)"""
     from_logs: tuple[str, ...] = ()
     """skip running: analyse the existing run folders matching these glob patterns (relative to --workdir)"""
     play_episodes: int = 0
@@ -532,6 +537,51 @@ def compare(args: Args) -> int:
     return 0
 
 
+def mean_std(values: list[float], spec: str = ".1f") -> str:
+    """'mean +/- std' over seeds (the sample std; the mean alone for one seed)."""
+    if len(values) == 1:
+        return format(values[0], spec)
+    return f"{statistics.fmean(values):{spec}} +/- {statistics.stdev(values):{spec}}"
+
+
+def summary_row(path: Path) -> str:
+    """The README results-table row of one benchmark CSV."""
+    rows = list(csv.DictReader(open(path)))
+    if not rows:
+        raise RunFailed(f"{path} holds no rows")
+    script = rows[0]["script"] + (f" ({rows[0]['label']})" if rows[0].get("label") else "")
+    finals = [float(row["final_return"]) for row in rows if row["final_return"]]
+    played = [float(row["play_return"]) for row in rows if row.get("play_return")]
+    # the final "return" is of the --tag the benchmark ran with, which its curves CSV records
+    tag = Args.tag
+    if curves_path(path).is_file():
+        with open(curves_path(path)) as f:
+            tag = next((row["tag"] for row in csv.DictReader(f) if row["kind"] == "training"), tag)
+    final = (mean_std(finals) + ("" if tag == Args.tag else f" ({tag})")) if finals else "-"
+    cells = [
+        f"`{script}`", rows[0]["env_id"], f"{statistics.fmean(int(row['total_steps']) for row in rows):,.0f}",
+        " ".join(row["seed"] for row in rows), final,
+        f"{mean_std(played)} ({rows[0]['play_episodes']} episodes)" if played else "-",
+        f"{statistics.fmean(float(row['wall_seconds']) for row in rows):,.0f}",
+        f"{statistics.fmean(float(row['sps']) for row in rows):,.0f}",
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def summary(args: Args) -> int:
+    """--summary: README's results table, one row per CSV."""
+    print("| script | env | env steps | seeds | final return (last 20 training episodes) | final policy (--play) "
+          "| wall s | SPS |")
+    print("|---|---|---|---|---|---|---|---|")
+    for path in args.summary:
+        try:
+            print(summary_row(path))
+        except (RunFailed, FileNotFoundError, KeyError, ValueError) as error:
+            print(f"--summary: cannot read {path}: {error}", file=sys.stderr)
+            return 1
+    return 0
+
+
 def main(args: Args) -> int:
     if args.window < 1:
         print("--window must be at least 1", file=sys.stderr)
@@ -541,6 +591,8 @@ def main(args: Args) -> int:
         return 2
     if args.compare:
         return compare(args)
+    if args.summary:
+        return summary(args)
     rows, points, failures = [], [], []
     if args.from_logs:
         run_dirs = sorted({Path(p) for pattern in args.from_logs for p in glob.glob(str(args.workdir / pattern))})

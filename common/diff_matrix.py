@@ -20,6 +20,7 @@ Usage::
 
     python -m common.diff_matrix            # the matrix and the neighbouring pairs against their bounds
     python -m common.diff_matrix --check    # exit 1 when a neighbouring pair is over its bound
+    python -m common.diff_matrix --write    # also rewrite the matrix in README.md (between its diff-matrix markers)
 
 ``NEIGHBOURS`` below holds the neighbouring pairs (the diffs the README walks through) with their bounds. The
 aim for each is ``AIM`` changed lines outside copied blocks (CleanRL's ppo.py -> ppo_atari.py is 59). Where a
@@ -41,6 +42,7 @@ from pathlib import Path
 from common.check_copies import copied_spans
 
 ROOT = Path(__file__).resolve().parent.parent
+BEGIN, END = "<!-- diff-matrix:begin -->", "<!-- diff-matrix:end -->"
 AIM = 100
 # (from, to): bound on the changed lines outside copied blocks (measured 2026-11-30 after the CartPole lesson took
 # LunarLander's evaluate / play and batch_size; all still above AIM, README says what the rest of each diff is).
@@ -116,20 +118,32 @@ def matrix(root: Path) -> tuple[list[str], dict[tuple[str, str], Count]]:
     return scripts, counts
 
 
+def markdown(scripts: list[str], counts: dict[tuple[str, str], Count]) -> str:
+    """The matrix as a markdown table, each cell `outside (inside) / code`."""
+    names = [script[len("ppo_"):-len(".py")] for script in scripts]
+    lines = ["| | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    for a, name in zip(scripts, names):
+        cells = ["-" if a == b else str(counts[tuple(sorted((a, b)))]) for b in scripts]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m common.diff_matrix", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when a neighbouring pair is over its bound")
+    parser.add_argument("--write", action="store_true", help="rewrite the matrix in README.md")
     parser.add_argument("--root", type=Path, default=ROOT, help="repository root (default: %(default)s)")
     args = parser.parse_args(argv)
 
     scripts, counts = matrix(args.root)
-    names = [script[len("ppo_"):-len(".py")] for script in scripts]
+    table = markdown(scripts, counts)
     print("Changed lines between scripts: outside copied blocks (inside them) / code only, outside copied blocks\n")
-    print("| | " + " | ".join(names) + " |")
-    print("|---" * (len(names) + 1) + "|")
-    for a, name in zip(scripts, names):
-        cells = ["-" if a == b else str(counts[tuple(sorted((a, b)))]) for b in scripts]
-        print(f"| {name} | " + " | ".join(cells) + " |")
+    print(table)
+    if args.write:
+        readme = (args.root / "README.md").read_text()
+        begin, end = readme.index(BEGIN) + len(BEGIN), readme.index(END)
+        (args.root / "README.md").write_text(readme[:begin] + "\n" + table + "\n" + readme[end:])
+        print(f"\n(written to {args.root / 'README.md'})")
 
     print(f"\nNeighbouring pairs (aim: {AIM} changed lines outside copied blocks):\n")
     over = []

@@ -377,3 +377,24 @@ def test_label_and_compare(tmp_path):
     result = subprocess.run([*compare, "--plot", str(plot)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 1 and "is gone: rerun the benchmark" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_summary_rows(tmp_path):
+    """--summary prints README's results-table row per CSV: means and spreads over the seeds."""
+    assert run_benchmark(tmp_path, options=["--play-episodes", "7"]).returncode == 0
+    command = [sys.executable, str(BENCHMARK), "--script", "-", "--summary", str(tmp_path / "out.csv")]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    header, separator, row = result.stdout.strip().splitlines()
+    assert header.startswith("| script | env | env steps | seeds | final return")
+    # final returns 95 and 190 (sample std 67.18), greedy returns 100 and 200 (std 70.71)
+    cells = row.strip("| ").split(" | ")
+    assert cells[:6] == ["`ppo_fake.py`", "CartPole-v1", "100", "1 2", "142.5 +/- 67.2", "150.0 +/- 70.7 (7 episodes)"]
+    # another tag than the return is named beside the figure (read from the curves CSV)
+    points = (tmp_path / "out-curves.csv").read_text().replace("charts/episodic_return", "charts/x_pos")
+    (tmp_path / "out-curves.csv").write_text(points)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert "| 142.5 +/- 67.2 (charts/x_pos) |" in result.stdout
+
+    result = subprocess.run([*command[:-1], str(tmp_path / "missing.csv")], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1 and "--summary: cannot read" in result.stderr and "Traceback" not in result.stderr

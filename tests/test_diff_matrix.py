@@ -107,3 +107,20 @@ def test_check_fails_when_a_pair_grows_past_its_bound(monkeypatch, capsys):
     monkeypatch.setitem(NEIGHBOURS, ("ppo_cartpole.py", "ppo_lunarlander_vec.py"), 10)
     assert main(["--check"]) == 1
     assert "OVER ITS BOUND 10" in capsys.readouterr().out
+
+
+def test_readme_shows_todays_matrix_and_pair_counts():
+    """README's matrix is the one the scripts give now (rewrite it with `python -m common.diff_matrix --write`),
+    and each neighbouring pair's heading quotes its counts."""
+    import re
+
+    from common.diff_matrix import BEGIN, END, markdown
+
+    readme = (ROOT / "README.md").read_text()
+    scripts, counts = matrix(ROOT)
+    assert readme[readme.index(BEGIN) + len(BEGIN):readme.index(END)].strip() == markdown(scripts, counts)
+    for a, b in NEIGHBOURS:
+        count = counts[tuple(sorted((a, b)))]
+        heading = re.search(rf"\*\*`{re.escape(a)}` -> `{re.escape(b)}`\*\* \((\d+) lines, (\d+) of code", readme)
+        assert heading, f"README has no heading for {a} -> {b}"
+        assert (int(heading[1]), int(heading[2])) == (count.outside, count.code), (a, b)

@@ -1,0 +1,79 @@
+"""README's implementation-details map is honest: every file and line it links exists and holds the identifier
+shown beside the link, every detail has a cell for every script, and the table is the one the scripts give today
+(common/details_map.py --check)."""
+
+import re
+
+import pytest
+
+from common import details_map
+from conftest import ROOT
+
+LINK = re.compile(r"^\[(\d+)\]\((ppo_\w+\.py)#L(\d+)\) `(.+)`$")
+
+
+def readme_rows() -> list[list[str]]:
+    """The cells of README's details table, row by row (header and separator left out), read without
+    common.details_map: only the markers are shared."""
+    readme = (ROOT / "README.md").read_text()
+    begin = readme.index("<!-- details-map:begin -->")
+    end = readme.index("<!-- details-map:end -->")
+    lines = [line for line in readme[begin:end].splitlines() if line.startswith("|")]
+    return [[cell.strip() for cell in line.strip().strip("|").split(" | ")] for line in lines[2:]]
+
+
+def test_every_link_points_at_a_line_holding_its_identifier():
+    rows = readme_rows()
+    # the 13 core details, the 9 Atari ones, the 9 continuous ones, then early stopping, adaptive KL, truncation
+    groups = [row[0] for row in rows]
+    assert groups.count("core") == 13 and groups.count("Atari") == 9 and groups.count("continuous") == 9
+    assert [row[1] for row in rows if row[0] == "more"] == [
+        "early stopping on a KL target", "adaptive KL penalty (paper eq. 8)", "truncation bootstrapping"]
+    scripts = sorted(path.name for path in ROOT.glob("ppo_*.py"))
+    links = 0
+    for row in rows:
+        assert len(row) == 2 + len(scripts), row
+        for script, cell in zip(details_map.SCRIPTS, row[2:]):
+            assert cell, f"{row[1]}: empty cell for {script}"
+            match = LINK.match(cell)
+            if not match:  # a reason the script leaves the detail out: prose, no link
+                assert "](" not in cell and "#L" not in cell, cell
+                continue
+            text_line, file, link_line, identifier = match.groups()
+            assert file == script, f"{row[1]}: the {script} column links {file}"
+            assert text_line == link_line
+            lines = (ROOT / file).read_text().splitlines()
+            assert 1 <= int(link_line) <= len(lines), cell
+            assert identifier in lines[int(link_line) - 1], f"{file}:{link_line} does not contain {identifier!r}"
+            links += 1
+    assert links >= 60  # most details are in most scripts
+    assert sorted(details_map.SCRIPTS) == scripts
+
+
+def test_readme_table_is_current(capsys):
+    assert details_map.main(["--check"]) == 0, capsys.readouterr().err
+
+
+def test_stale_table_and_missing_needle_fail_with_one_line(tmp_path, monkeypatch, capsys):
+    readme = tmp_path / "README.md"
+    readme.write_text((ROOT / "README.md").read_text().replace("#L", "#L1", 1))
+    monkeypatch.setattr(details_map, "README", readme)
+    assert details_map.main(["--check"]) == 1
+    assert "out of date: run python -m common.details_map --write" in capsys.readouterr().err
+    assert details_map.main(["--write"]) == 0
+    assert details_map.main(["--check"]) == 0
+
+    group, detail, entries = details_map.DETAILS[0]
+    broken = (group, detail, {**entries, details_map.LL: "def no_such_function"})
+    monkeypatch.setattr(details_map, "DETAILS", [broken, *details_map.DETAILS[1:]])
+    assert details_map.main([]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["ppo_lunarlander_vec.py: no line contains 'def no_such_function' "
+                   "(update common/details_map.py's DETAILS)"]
+
+
+@pytest.mark.parametrize("script", details_map.SCRIPTS)
+def test_locate_finds_the_first_line(script):
+    lines = (ROOT / script).read_text().splitlines()
+    line = details_map.locate(script, "def compute_gae")
+    assert lines[line - 1].startswith("def compute_gae") and "def compute_gae" not in "\n".join(lines[:line - 1])
