@@ -786,6 +786,8 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
 
     signal.signal(signal.SIGINT, request_stop)
     recent_returns = collections.deque(maxlen=20)
+    if rank == 0:
+        print(f"run folder {run_dir}, training on {device} (curves: tensorboard --logdir {os.path.dirname(run_dir)})")
     progress = tqdm.tqdm(total=args.total_timesteps, initial=global_step, unit="step", dynamic_ncols=True,
                          disable=rank != 0)
     start_time, start_step = time.time(), global_step
@@ -909,6 +911,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         dist.destroy_process_group()
     if rank == 0:
         print(f"checkpoint: {checkpoint_path} (step {global_step})")
+        print(f"watch it: python {SCRIPT} --play {checkpoint_path} --capture-video")
     if stop_requested:
         raise SystemExit(130)  # the conventional status of a program stopped by Ctrl-C
 

@@ -18,7 +18,7 @@ Deliberately left out, and the script that has each:
     - pixels, a CNN, torch.distributed                         -> ppo_breakout_atari.py
 
 Usage
-    python ppo_cartpole.py                                    # train: 100k steps, about a minute on 2 CPUs
+    python ppo_cartpole.py                                    # train: 100k steps, under a minute on 2 CPUs
     python ppo_cartpole.py --seed 2 --total-timesteps 200000
     python ppo_cartpole.py --resume runs/<run>/checkpoint.pt --total-timesteps 200000
     python ppo_cartpole.py --play runs/<run>/checkpoint.pt --episodes 5 --capture-video
@@ -452,6 +452,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
 
     signal.signal(signal.SIGINT, request_stop)
     recent_returns = collections.deque(maxlen=20)
+    print(f"run folder {run_dir}, training on {device} (curves: tensorboard --logdir {os.path.dirname(run_dir)})")
     progress = tqdm.tqdm(total=args.total_timesteps, initial=global_step, unit="step", dynamic_ncols=True)
     start_time, start_step = time.time(), global_step
 
@@ -539,6 +540,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
     env.close()
     writer.close()
     print(f"checkpoint: {checkpoint_path} (step {global_step})")
+    print(f"watch it: python {SCRIPT} --play {checkpoint_path} --capture-video")
     if stop_requested:
         raise SystemExit(130)  # the conventional status of a program stopped by Ctrl-C
 

@@ -527,6 +527,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
 
     signal.signal(signal.SIGINT, request_stop)
     recent_returns = collections.deque(maxlen=20)
+    print(f"run folder {run_dir}, training on {device} (curves: tensorboard --logdir {os.path.dirname(run_dir)})")
     progress = tqdm.tqdm(total=args.total_timesteps, initial=global_step, unit="step", dynamic_ncols=True)
     start_time, start_step = time.time(), global_step
 
@@ -632,6 +633,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
     envs.close()
     writer.close()
     print(f"checkpoint: {checkpoint_path} (step {global_step})")
+    print(f"watch it: python {SCRIPT} --play {checkpoint_path} --capture-video")
     if stop_requested:
         raise SystemExit(130)  # the conventional status of a program stopped by Ctrl-C
 
