@@ -93,6 +93,12 @@ class Args:
     compare: tuple[Path, ...] = ()
     """skip running: draw the runs listed in these benchmark CSVs (from their curves CSVs, or their run folders
     where those are missing) into one --plot, one colour per CSV (named by its label), to compare configurations"""
+    describe: str | None = None
+    """with --from-logs: instead of the learning-curve analysis, describe this TensorBoard scalar in each run
+    folder (count, min, median, max; e.g. losses/stop_iter for Mario's KL early stop)"""
+    band: tuple[float, float] | None = None
+    """with --describe: also the share of the values within [LO, HI] (e.g. the adaptive-KL band
+    d_targ / 1.5 .. 1.5 d_targ of losses/kl)"""
     summary: tuple[Path, ...] = ()
     """skip running: print one results-table row per benchmark CSV (README's results table): env steps, seeds,
     final return and greedy return as mean +/- std over the seeds, wall seconds and SPS (means)"""
@@ -582,6 +588,33 @@ def summary(args: Args) -> int:
     return 0
 
 
+def describe(args: Args) -> int:
+    """--describe: one row per run folder of --from-logs with the count, min, median and max of a scalar."""
+    run_dirs = sorted({Path(p) for pattern in args.from_logs for p in glob.glob(str(args.workdir / pattern))})
+    run_dirs = [p for p in run_dirs if p.is_dir()]
+    if not run_dirs:
+        print(f"no run folders match {' '.join(args.from_logs)} under {args.workdir}", file=sys.stderr)
+        return 1
+    header = ["run", "values", "min", "median", "max"]
+    if args.band:
+        header.append(f"share within [{args.band[0]:g}, {args.band[1]:g}]")
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for run_dir in run_dirs:
+        values = [event.value for event in read_scalars(run_dir)[0].get(args.describe, [])]
+        if not values:
+            print(f"| {run_dir.name} | 0 | - | - | - |" + (" - |" if args.band else ""))
+            continue
+        cells = [run_dir.name, str(len(values)), f"{min(values):.4g}", f"{statistics.median(values):.4g}",
+                 f"{max(values):.4g}"]
+        if args.band:
+            inside = sum(args.band[0] <= value <= args.band[1] for value in values)
+            cells.append(f"{100 * inside / len(values):.0f}% ({inside} of {len(values)})")
+        print("| " + " | ".join(cells) + " |")
+    print("Command: " + shlex.join(["python", *sys.argv]))
+    return 0
+
+
 def main(args: Args) -> int:
     if args.window < 1:
         print("--window must be at least 1", file=sys.stderr)
@@ -593,6 +626,11 @@ def main(args: Args) -> int:
         return compare(args)
     if args.summary:
         return summary(args)
+    if args.describe:
+        if not args.from_logs:
+            print("--describe reads existing runs: give --from-logs PATTERN", file=sys.stderr)
+            return 2
+        return describe(args)
     rows, points, failures = [], [], []
     if args.from_logs:
         run_dirs = sorted({Path(p) for pattern in args.from_logs for p in glob.glob(str(args.workdir / pattern))})

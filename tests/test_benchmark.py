@@ -398,3 +398,18 @@ def test_summary_rows(tmp_path):
 
     result = subprocess.run([*command[:-1], str(tmp_path / "missing.csv")], capture_output=True, text=True, timeout=60)
     assert result.returncode == 1 and "--summary: cannot read" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_describe_a_scalar(tmp_path):
+    """--describe: count, min, median, max of a scalar per run folder, and the share within a band."""
+    assert run_benchmark(tmp_path).returncode == 0
+    base = [sys.executable, str(BENCHMARK), "--script", "ppo_fake.py", "--workdir", str(tmp_path)]
+    result = subprocess.run([*base, "--from-logs", "runs/*__bench__*", "--describe", "charts/episodic_return",
+                             "--band", "50", "100"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| CartPole-v1__bench__")]
+    # seed 1 returns 10, 20, ..., 100 (50 to 100 within [50, 100]: 6), seed 2 returns 20, 40, ..., 200 (60, 80, 100)
+    assert [row.split(" | ")[1:] for row in rows] == [
+        ["10", "10", "55", "100", "60% (6 of 10) |"], ["10", "20", "110", "200", "30% (3 of 10) |"]]
+    result = subprocess.run([*base, "--describe", "losses/kl"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "give --from-logs PATTERN" in result.stderr
