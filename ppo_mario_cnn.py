@@ -685,11 +685,12 @@ def evaluate(args: Args, agent: Agent, episodes: int, video_folder: Optional[str
     returns, lengths, x_positions, flags = [], [], [], []
     for episode in range(episodes):
         obs, _ = env.reset(seed=args.seed + episode)
-        terminated = truncated = False
-        while not (terminated or truncated):  # Mario dies, or reaches the flag
+        while True:
             with torch.inference_mode():
                 action, _, _ = agent.get_action(torch.as_tensor(obs[None], device=device))
             obs, _, terminated, truncated, info = env.step(action.item())
+            if terminated or truncated:  # Mario died, or reached the flag
+                break
         returns.append(float(info["episode"]["r"]))
         lengths.append(int(info["episode"]["l"]))
         x_positions.append(int(info["x_pos"]))
