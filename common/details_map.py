@@ -49,6 +49,16 @@ def everywhere(needle: str, **other: str | Absent) -> dict[str, str | Absent]:
     return {script: needle for script in SCRIPTS} | {short[name]: value for name, value in other.items()}
 
 
+def pixels(breakout: str | Absent, mario: str | Absent) -> dict[str, str | Absent]:
+    """An Atari detail: n/a in the three lessons without frames."""
+    return {CP: NOT_PIXELS, LL: NOT_PIXELS, PD: NOT_PIXELS, BO: breakout, MA: mario}
+
+
+def continuous(pendulum: str) -> dict[str, str | Absent]:
+    """A continuous-action detail: n/a in the four lessons with discrete actions."""
+    return {CP: NOT_CONTINUOUS, LL: NOT_CONTINUOUS, PD: pendulum, BO: NOT_CONTINUOUS, MA: NOT_CONTINUOUS}
+
+
 # (group, detail, {script: needle or Absent}); the detail's name follows [37]'s headings.
 DETAILS: list[tuple[str, str, dict[str, str | Absent]]] = [
     ("core", "1. vectorized environments", everywhere(
@@ -73,60 +83,33 @@ DETAILS: list[tuple[str, str, dict[str, str | Absent]]] = [
     ("core", "13. shared or separate networks", everywhere(
         "self.critic = nn.Sequential(", cartpole="self.trunk = nn.Sequential(",
         breakout="self.trunk = nn.Sequential(", mario="self.critic_cnn = cnn(")),
-    ("Atari", "1. no-op reset", {
-        CP: NOT_PIXELS, LL: NOT_PIXELS, PD: NOT_PIXELS, BO: "class NoopReset",
-        MA: Absent("sampled actions vary the episodes; the seed's Mario has none")}),
-    ("Atari", "2. max-and-skip 4 frames", {
-        CP: NOT_PIXELS, LL: NOT_PIXELS, PD: NOT_PIXELS, BO: "class MaxAndSkip", MA: "class MaxAndSkip"}),
-    ("Atari", "3. episodic life", {
-        CP: NOT_PIXELS, LL: NOT_PIXELS, PD: NOT_PIXELS, BO: "class EpisodicLife",
-        MA: Absent("an episode is already one life: death terminates it")}),
-    ("Atari", "4. FIRE on reset", {
-        CP: NOT_PIXELS, LL: NOT_PIXELS, PD: NOT_PIXELS, BO: "class FireReset",
-        MA: Absent("Mario needs no button to start")}),
-    ("Atari", "5. grayscale 84 x 84 (WarpFrame)", {
-        CP: NOT_PIXELS, LL: NOT_PIXELS, PD: NOT_PIXELS, BO: "class GrayscaleResize", MA: "class GrayscaleResize"}),
-    ("Atari", "6. reward clipping", {
-        CP: NOT_PIXELS, LL: NOT_PIXELS, PD: NOT_PIXELS, BO: "class ClipReward",
-        MA: Absent("MarioReward shapes the reward and divides it by 10 instead")}),
-    ("Atari", "7. frame stack of 4", {
-        CP: NOT_PIXELS, LL: NOT_PIXELS, PD: NOT_PIXELS, BO: "class FrameStack", MA: "class FrameStack"}),
-    ("Atari", "8. shared Nature CNN", {
-        CP: NOT_PIXELS, LL: NOT_PIXELS, PD: NOT_PIXELS, BO: "layer_init(nn.Conv2d(channels, 32, 8, stride=4))",
-        MA: Absent("the variant: two smaller CNNs, one per network")}),
-    ("Atari", "9. pixels scaled to [0, 1]", {
-        CP: NOT_PIXELS, LL: NOT_PIXELS, PD: NOT_PIXELS, BO: "/ 255.0", MA: "/ 255.0"}),
-    ("continuous", "1. Gaussian policy", {
-        CP: NOT_CONTINUOUS, LL: NOT_CONTINUOUS, PD: "mean + logstd.exp() * torch.randn_like(mean)",
-        BO: NOT_CONTINUOUS, MA: NOT_CONTINUOUS}),
-    ("continuous", "2. state-independent log std", {
-        CP: NOT_CONTINUOUS, LL: NOT_CONTINUOUS, PD: "self.actor_logstd = nn.Parameter",
-        BO: NOT_CONTINUOUS, MA: NOT_CONTINUOUS}),
-    ("continuous", "3. independent action components", {
-        CP: NOT_CONTINUOUS, LL: NOT_CONTINUOUS, PD: "a product of densities is a sum of log-densities",
-        BO: NOT_CONTINUOUS, MA: NOT_CONTINUOUS}),
-    ("continuous", "4. separate policy and value networks", {
-        CP: NOT_CONTINUOUS, LL: NOT_CONTINUOUS, PD: "self.actor_mean = nn.Sequential(",
-        BO: NOT_CONTINUOUS, MA: NOT_CONTINUOUS}),
-    ("continuous", "5. action clipped for the env, stored unclipped", {
-        CP: NOT_CONTINUOUS, LL: NOT_CONTINUOUS, PD: "gym.wrappers.ClipAction(env)",
-        BO: NOT_CONTINUOUS, MA: NOT_CONTINUOUS}),
-    ("continuous", "6. observation normalization", {
-        CP: NOT_CONTINUOUS, LL: NOT_CONTINUOUS, PD: "agent.obs_rms.update(", BO: NOT_CONTINUOUS, MA: NOT_CONTINUOUS}),
-    ("continuous", "7. observation clipping", {
-        CP: NOT_CONTINUOUS, LL: NOT_CONTINUOUS, PD: ".clamp(-self.norm_clip, self.norm_clip)",
-        BO: NOT_CONTINUOUS, MA: NOT_CONTINUOUS}),
-    ("continuous", "8. reward scaling", {
-        CP: NOT_CONTINUOUS, LL: NOT_CONTINUOUS, PD: "class RewardScaler", BO: NOT_CONTINUOUS, MA: NOT_CONTINUOUS}),
-    ("continuous", "9. reward clipping", {
-        CP: NOT_CONTINUOUS, LL: NOT_CONTINUOUS, PD: "np.clip(rewards / std, -clip, clip)",
-        BO: NOT_CONTINUOUS, MA: NOT_CONTINUOUS}),
+    ("Atari", "1. no-op reset", pixels(
+        "class NoopReset", Absent("sampled actions vary the episodes; the seed's Mario has none"))),
+    ("Atari", "2. max-and-skip 4 frames", pixels("class MaxAndSkip", "class MaxAndSkip")),
+    ("Atari", "3. episodic life", pixels(
+        "class EpisodicLife", Absent("an episode is already one life: death terminates it"))),
+    ("Atari", "4. FIRE on reset", pixels("class FireReset", Absent("Mario needs no button to start"))),
+    ("Atari", "5. grayscale 84 x 84 (WarpFrame)", pixels("class GrayscaleResize", "class GrayscaleResize")),
+    ("Atari", "6. reward clipping", pixels(
+        "class ClipReward", Absent("MarioReward shapes the reward and divides it by 10 instead"))),
+    ("Atari", "7. frame stack of 4", pixels("class FrameStack", "class FrameStack")),
+    ("Atari", "8. shared Nature CNN", pixels(
+        "layer_init(nn.Conv2d(channels, 32, 8, stride=4))", Absent("the variant: two smaller CNNs, one per network"))),
+    ("Atari", "9. pixels scaled to [0, 1]", pixels("/ 255.0", "/ 255.0")),
+    ("continuous", "1. Gaussian policy", continuous("mean + logstd.exp() * torch.randn_like(mean)")),
+    ("continuous", "2. state-independent log std", continuous("self.actor_logstd = nn.Parameter")),
+    ("continuous", "3. independent action components", continuous("a product of densities is a sum of log-densities")),
+    ("continuous", "4. separate policy and value networks", continuous("self.actor_mean = nn.Sequential(")),
+    ("continuous", "5. action clipped for the env, stored unclipped", continuous("gym.wrappers.ClipAction(env)")),
+    ("continuous", "6. observation normalization", continuous("agent.obs_rms.update(")),
+    ("continuous", "7. observation clipping", continuous(".clamp(-self.norm_clip, self.norm_clip)")),
+    ("continuous", "8. reward scaling", continuous("class RewardScaler")),
+    ("continuous", "9. reward clipping", continuous("np.clip(rewards / std, -clip, clip)")),
     ("more", "early stopping on a KL target", everywhere(
         "approx_kl > args.target_kl:", cartpole=Absent("kept minimal; LunarLander adds it (off by default)"),
         breakout="all_ranks_mean(approx_kl, args) > args.target_kl", mario="approx_kl > 1.5 * args.target_kl")),
     ("more", "adaptive KL penalty (paper eq. 8)", {
-        CP: Absent("taught once, in Pendulum"), LL: Absent("taught once, in Pendulum"), PD: "def adapt_kl_beta",
-        BO: Absent("taught once, in Pendulum"), MA: Absent("taught once, in Pendulum")}),
+        script: Absent("taught once, in Pendulum") for script in SCRIPTS} | {PD: "def adapt_kl_beta"}),
     ("more", "truncation bootstrapping", everywhere(
         "final_values[step, truncated] = agent.get_value(",
         cartpole="rollout.final_values[step] = agent.get_value(")),
