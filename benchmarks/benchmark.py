@@ -101,7 +101,7 @@ class Args:
     d_targ / 1.5 .. 1.5 d_targ of losses/kl)"""
     summary: tuple[Path, ...] = ()
     """skip running: print one results-table row per benchmark CSV (README's results table): env steps, seeds,
-    final return and greedy return as mean +/- std over the seeds, wall seconds and SPS (means)"""
+    final return and the final policy's --play return as mean +/- std over the seeds, wall seconds and SPS"""
     from_logs: tuple[str, ...] = ()
     """skip running: analyse the existing run folders matching these glob patterns (relative to --workdir)"""
     play_episodes: int = 0
@@ -409,11 +409,12 @@ def read_points(args: Args, run_dir: Path, start_time: float | None = None, labe
 
 def load_points(path: Path) -> list[dict]:
     """A curves CSV back as rows with numbers (the inverse of write_csv on read_points' rows)."""
-    return [
-        {**row, "env_steps": int(row["env_steps"]), "wall_seconds": float(row["wall_seconds"]),
-         "value": float(row["value"])}
-        for row in csv.DictReader(open(path))
-    ]
+    with open(path) as f:
+        return [
+            {**row, "env_steps": int(row["env_steps"]), "wall_seconds": float(row["wall_seconds"]),
+             "value": float(row["value"])}
+            for row in csv.DictReader(f)
+        ]
 
 
 def curves_from_points(args: Args, points: list[dict]) -> tuple[dict, dict]:
@@ -552,7 +553,8 @@ def mean_std(values: list[float], spec: str = ".1f") -> str:
 
 def summary_row(path: Path) -> str:
     """The README results-table row of one benchmark CSV."""
-    rows = list(csv.DictReader(open(path)))
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
     if not rows:
         raise RunFailed(f"{path} holds no rows")
     script = rows[0]["script"] + (f" ({rows[0]['label']})" if rows[0].get("label") else "")
@@ -699,8 +701,11 @@ def main(args: Args) -> int:
             print(f"Curve points (env steps, wall seconds, {args.tag} / {args.eval_tag}) written to "
                   f"{curves_path(csv_path)}")
     if rows and args.plot and points:
-        plot_curves(args, {args.label: (rows, points)})
-        print(f"Learning curves drawn in {args.plot}")
+        try:
+            plot_curves(args, {args.label: (rows, points)})
+            print(f"Learning curves drawn in {args.plot}")
+        except RunFailed as error:
+            failures.append(f"--plot: {error}")
     if failures:
         print(f"{len(failures)} run(s) failed:", file=sys.stderr)
         for failure in failures:

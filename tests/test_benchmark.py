@@ -413,3 +413,10 @@ def test_describe_a_scalar(tmp_path):
         ["10", "10", "55", "100", "60% (6 of 10) |"], ["10", "20", "110", "200", "30% (3 of 10) |"]]
     result = subprocess.run([*base, "--describe", "losses/kl"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "give --from-logs PATTERN" in result.stderr
+
+
+def test_plot_of_a_tag_the_runs_do_not_log_fails_in_one_line(tmp_path):
+    result = run_benchmark(tmp_path, options=["--tag", "charts/nothing", "--plot", str(tmp_path / "p.png")])
+    assert result.returncode == 1
+    assert "--plot: no charts/nothing values in the curves of ppo_fake.py" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "p.png").exists()
