@@ -141,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     print(table)
     if args.write:
         readme = (args.root / "README.md").read_text()
+        if BEGIN not in readme or END not in readme:
+            print(f"README.md has no {BEGIN} ... {END} markers to hold the matrix", file=sys.stderr)
+            return 1
         begin, end = readme.index(BEGIN) + len(BEGIN), readme.index(END)
         (args.root / "README.md").write_text(readme[:begin] + "\n" + table + "\n" + readme[end:])
         print(f"\n(written to {args.root / 'README.md'})")
