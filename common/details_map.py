@@ -24,6 +24,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from common.diff_matrix import between_markers
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 BEGIN, END = "<!-- details-map:begin -->", "<!-- details-map:end -->"
@@ -145,11 +147,6 @@ def table(root: Path = ROOT) -> str:
     return "\n".join(lines)
 
 
-def readme_with_table(readme: str, new_table: str) -> str:
-    begin, end = readme.index(BEGIN) + len(BEGIN), readme.index(END)
-    return readme[:begin] + "\n" + new_table + "\n" + readme[end:]
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m common.details_map", description=__doc__.splitlines()[0])
     group = parser.add_mutually_exclusive_group()
@@ -165,10 +162,10 @@ def main(argv: list[str] | None = None) -> int:
         print(new_table)
         return 0
     readme = README.read_text()
-    if BEGIN not in readme or END not in readme:
+    updated = between_markers(readme, BEGIN, END, new_table)
+    if updated is None:
         print(f"README.md has no {BEGIN} ... {END} markers to hold the table", file=sys.stderr)
         return 1
-    updated = readme_with_table(readme, new_table)
     if args.check:
         if updated != readme:
             print("README.md's implementation-details map is out of date: run python -m common.details_map --write",

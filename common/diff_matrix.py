@@ -118,6 +118,14 @@ def matrix(root: Path) -> tuple[list[str], dict[tuple[str, str], Count]]:
     return scripts, counts
 
 
+def between_markers(text: str, begin: str, end: str, body: str) -> str | None:
+    """`text` with what lies between the marker lines `begin` and `end` replaced by `body`, or None when a
+    marker is missing. README's generated tables (this matrix, common.details_map's map) live between such."""
+    if begin not in text or end not in text:
+        return None
+    return text[:text.index(begin) + len(begin)] + "\n" + body + "\n" + text[text.index(end):]
+
+
 def markdown(scripts: list[str], counts: dict[tuple[str, str], Count]) -> str:
     """The matrix as a markdown table, each cell `outside (inside) / code`."""
     names = [script[len("ppo_"):-len(".py")] for script in scripts]
@@ -140,12 +148,11 @@ def main(argv: list[str] | None = None) -> int:
     print("Changed lines between scripts: outside copied blocks (inside them) / code only, outside copied blocks\n")
     print(table)
     if args.write:
-        readme = (args.root / "README.md").read_text()
-        if BEGIN not in readme or END not in readme:
+        updated = between_markers((args.root / "README.md").read_text(), BEGIN, END, table)
+        if updated is None:
             print(f"README.md has no {BEGIN} ... {END} markers to hold the matrix", file=sys.stderr)
             return 1
-        begin, end = readme.index(BEGIN) + len(BEGIN), readme.index(END)
-        (args.root / "README.md").write_text(readme[:begin] + "\n" + table + "\n" + readme[end:])
+        (args.root / "README.md").write_text(updated)
         print(f"\n(written to {args.root / 'README.md'})")
 
     print(f"\nNeighbouring pairs (aim: {AIM} changed lines outside copied blocks):\n")

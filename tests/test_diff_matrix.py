@@ -21,20 +21,7 @@ def main():
     return 0
 '''
 # B: one line changed inside the copied block, one changed and one added outside it.
-B = '''import os
-
-
-# Copied from common.wrappers.Thing
-class Thing:
-    def f(self):
-        return 2
-
-
-def main():
-    print("b")
-    print("more")
-    return 0
-'''
+B = A.replace("return 1", "return 2").replace('print("a")', 'print("b")\n    print("more")')
 
 
 def test_copied_spans_run_from_the_marker_to_the_end_of_the_definition(tmp_path: Path):
