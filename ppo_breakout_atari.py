@@ -16,9 +16,9 @@ Differs from ppo_lunarlander_vec.py in:
     - `--precision`: the CNN computes in bfloat16 where the hardware does so natively (most of the time is there)
     - torch.distributed: `setup_distributed`, gradients all-reduced, only rank 0 logs, evaluates and saves
     - episodic returns are whole games (all lives, unclipped), recorded below the life and reward wrappers;
-      evaluation samples from pi (argmax can stall: a policy that never presses FIRE waits forever)
+      evaluation samples from pi (on a deterministic emulator, argmax can repeat one loop until the time limit)
     - `--vectorization-mode async` by default: with cores to spare, the 8 emulators run in parallel (on 2
-      cores sync and async are within 5% of each other, the update being most of the time)
+      cores sync is the faster: README's speed table)
 
 Deliberately left out, and the script that has each:
     - continuous actions, observation/reward normalization     -> ppo_pendulum_continuous.py
@@ -46,7 +46,9 @@ References
 """
 
 import collections
+import copy
 import dataclasses
+import functools
 import multiprocessing
 import os
 import random
@@ -69,7 +71,11 @@ import tyro
 from torch.utils.tensorboard import SummaryWriter
 
 SCRIPT = os.path.basename(__file__)
+# On a GPU, torch.use_deterministic_algorithms(True) lets cuBLAS multiply matrices only with a fixed workspace,
+# and raises on the first matmul without one. cuBLAS reads this when CUDA starts, so it is set before that.
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 gym.register_envs(ale_py)  # the ALE/... and ...NoFrameskip-v4 ids
+VIDEO_STEPS = 2_700  # a recorded game's first 3 minutes at most (2,700 agent steps at 15 fps; 270 MB of frames)
 
 
 @dataclass
@@ -81,7 +87,9 @@ class Args:
     """seed of Python, NumPy, torch and the environments: the same seed gives the same run on the CPU (under
     torchrun, rank r uses seed + r for its sampling and seed + r N + i for its env i)"""
     torch_deterministic: bool = True
-    """let torch use deterministic algorithms only (torch.use_deterministic_algorithms)"""
+    """let torch use deterministic algorithms only (torch.use_deterministic_algorithms; on CUDA also cuDNN's
+    deterministic convolutions and cuBLAS's fixed workspace): the same seed then repeats a run on the same
+    device, the CPU or a GPU; --no-torch-deterministic lets cuDNN pick its fastest algorithms"""
     cuda: bool = True
     """run the network on CUDA when available (--no-cuda: the CPU even where a GPU is)"""
     precision: Literal["auto", "bf16", "fp32"] = "auto"
@@ -120,7 +128,7 @@ class Args:
 
     # --- PPO hyperparameters (same order in every script) ---
     learning_rate: float = 2.5e-4
-    """alpha, the Adam step size at the start of training (Table 5: 2.5e-4, annealed)"""
+    """the Adam step size at the start of training (Table 5: 2.5e-4 x alpha, alpha annealed from 1 to 0)"""
     anneal_lr: bool = True
     """anneal the learning rate linearly to 0, as the paper does for Atari (Table 5's alpha)"""
     num_steps: int = 128
@@ -154,8 +162,8 @@ class Args:
     max_grad_norm: float = 0.5
     """clip the global norm of the gradient to this, so one bad minibatch cannot make a huge step"""
     target_kl: Optional[float] = None
-    """stop the update's epochs early once the approximate KL[pi_old || pi] of a minibatch exceeds this
-    (usual 0.01-0.05; unset: always run all K epochs)"""
+    """stop the update's epochs early once the approximate KL[pi_old || pi] of an epoch's last minibatch
+    exceeds this (usual 0.01-0.05; unset: always run all K epochs)"""
     hidden_size: int = 512
     """width of the fully connected layer after the convolutions (Nature CNN: 512)"""
 
@@ -180,6 +188,9 @@ def check_args(args: Args) -> None:
                  "episodes", "eval_episodes"):
         if getattr(args, name) <= 0:
             fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.norm_adv and args.minibatch_size < 2:
+        fail(f"--minibatch-size must be at least 2 with --norm-adv: the advantages are normalized by their std "
+             f"over each minibatch, and one sample has none (got {args.minibatch_size})")
     batch_size = args.num_envs * args.num_steps
     if args.minibatch_size > batch_size:
         fail(f"--minibatch-size ({args.minibatch_size}) is larger than the rollout (--num-envs {args.num_envs} "
@@ -233,8 +244,8 @@ class NoopReset(gym.Wrapper):
 # Copied from common.wrappers.MaxAndSkip
 class MaxAndSkip(gym.Wrapper):
     """Repeat each action for `skip` frames and sum their rewards; return the pixel-wise max of the last two
-    frames. The agent decides 4x less often (the game barely changes in one frame), and the max removes
-    the flicker of Atari sprites that are drawn only every other frame.
+    frames. The agent decides `skip` times less often, and an object that the game draws on only one of the
+    last two frames (a flickering sprite) still shows in the observation.
 
     Differs from gymnasium's MaxAndSkipObservation only when the episode ends before the last frame of a
     skip: that one maxes two buffers still holding frames of an earlier step, this one the last two frames
@@ -291,9 +302,9 @@ class EpisodicLife(gym.Wrapper):
 
 # Copied from common.wrappers.FireReset
 class FireReset(gym.Wrapper):
-    """Press FIRE on every reset, in games that wait for it (Breakout: it launches the ball). Without it, a
-    young policy can sit still for the whole 108k-frame time limit, learning nothing. With EpisodicLife
-    below, that includes the reset after each lost life."""
+    """Press FIRE on every reset, in games that wait for it (Breakout: it launches the ball), so that no
+    episode starts with the game waiting for the policy to press it. With EpisodicLife below, that includes
+    the reset after each lost life."""
 
     def __init__(self, env: gym.Env):
         super().__init__(env)
@@ -309,8 +320,9 @@ class FireReset(gym.Wrapper):
 
 # Copied from common.wrappers.GrayscaleResize
 class GrayscaleResize(gym.ObservationWrapper):
-    """RGB frame -> grayscale -> size x size (84 x 84), uint8: 7.5x fewer numbers per frame, color carrying
-    little the policy needs. OpenCV's RGB-to-gray weights (0.299, 0.587, 0.114) give exactly the ALE's own
+    """RGB frame -> grayscale -> size x size (84 x 84), uint8, as DQN preprocessed Atari frames: 84 x 84 =
+    7,056 numbers per frame, 14x fewer than an Atari screen (210 x 160 x 3), 26x fewer than the NES's
+    (240 x 256 x 3). OpenCV's RGB-to-gray weights (0.299, 0.587, 0.114) give exactly the ALE's own
     grayscale screen, the one gymnasium's AtariPreprocessing reads; INTER_AREA averages the pixels each output
     pixel covers, as AtariPreprocessing resizes."""
 
@@ -336,9 +348,9 @@ class ClipReward(gym.RewardWrapper):
 
 # Copied from common.wrappers.FrameStack
 class FrameStack(gym.Wrapper):
-    """Observation = the last k frames, stacked on a new first axis ([k, 84, 84], uint8): one frame does not
-    show which way the ball moves, four do. After a reset, the first frame fills all k slots (as gymnasium's
-    FrameStackObservation pads by default)."""
+    """Observation = the last k frames, stacked on a new first axis ([k, 84, 84], uint8): one frame shows
+    where things are but not which way they move, a stack of frames does. After a reset, the first frame fills
+    all k slots (as gymnasium's FrameStackObservation pads by default)."""
 
     def __init__(self, env: gym.Env, k: int = 4):
         super().__init__(env)
@@ -358,9 +370,10 @@ class FrameStack(gym.Wrapper):
 
 
 def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None) -> gym.Env:
-    """The wrapper stack, innermost first. RecordVideo and RecordEpisodeStatistics sit right on the emulator,
-    below the life and reward wrappers: what they record and report is the real game, every frame, all lives,
-    the unclipped score (episode lengths are in frames)."""
+    """The wrapper stack, innermost first. RecordEpisodeStatistics sits right on the emulator, below the life and
+    reward wrappers: what it reports is the real game, all lives, the unclipped score (episode lengths are in
+    frames). RecordVideo sits above the frame skip, still below the life wrapper: a video is a whole game (at
+    most its first VIDEO_STEPS agent steps), one frame per agent step, played at 15 fps (60 / 4)."""
     try:
         env = gym.make(args.env_id, render_mode="rgb_array" if video_folder else None)
     except gym.error.Error as e:  # unknown id, unknown version, missing optional dependency
@@ -371,11 +384,12 @@ def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None)
     if env.unwrapped._frameskip != 1:
         fail(f"{args.env_id} skips frames itself; this script skips them with MaxAndSkip: use a NoFrameskip-v4 id "
              "(e.g. BreakoutNoFrameskip-v4)")
-    if video_folder:
-        env = gym.wrappers.RecordVideo(env, video_folder, episode_trigger=video_trigger)
     env = gym.wrappers.RecordEpisodeStatistics(env)
     env = NoopReset(env, noop_max=30)
     env = MaxAndSkip(env, skip=4)
+    if video_folder:  # (RecordVideo holds a video's frames in memory until it writes them: hence the cap)
+        env = gym.wrappers.RecordVideo(env, video_folder, episode_trigger=video_trigger, video_length=VIDEO_STEPS,
+                                       fps=15)
     env = EpisodicLife(env)
     if "FIRE" in env.unwrapped.get_action_meanings():
         env = FireReset(env)
@@ -392,32 +406,45 @@ def make_envs(args: Args) -> gym.vector.VectorEnv:
     be trained on). SAME_STEP instead resets it within the step that ended it: the observation returned is
     already the new episode's first, and the one the episode ended on is in info["final_obs"]. Every step
     of the rollout is then a real transition, and truncated episodes can bootstrap from V(final obs).
+
+    Async workers start from a forkserver, not as forks of this process: torch runs a pool of threads here, and
+    a fork copies their locks but not the threads, so a worker could wait forever on a lock that a thread held.
+    The forkserver is a fresh process that has run none of them; each worker is sent its env function pickled,
+    so that is a plain module-level function of args (make_worker_env), which any pickler takes.
     """
+    thunk = functools.partial(make_worker_env, args)
+    if args.vectorization_mode == "sync":
+        return gym.vector.SyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    start_method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"  # Windows
+    # Each worker runs this script's imports again (the script is its __main__): the forkserver imports the slow
+    # ones once, before it forks any worker, so that each worker finds them loaded (2 s of torch each, otherwise).
+    multiprocessing.set_forkserver_preload(["torch", "torch.utils.tensorboard", "gymnasium", "tyro", "tqdm"])
+    return gym.vector.AsyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+                                     context=start_method)
 
-    def thunk() -> gym.Env:
-        if multiprocessing.parent_process() is not None:
-            # An async worker: Ctrl-C reaches the whole process group, but it is the trainer's to handle
-            # (it finishes the update, saves and closes us), so the worker ignores it.
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-            cv2.setNumThreads(1)  # one worker per env already: OpenCV's own threads would only compete
-        return make_env(args)
 
-    vector_env = gym.vector.AsyncVectorEnv if args.vectorization_mode == "async" else gym.vector.SyncVectorEnv
-    return vector_env([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+def make_worker_env(args: Args) -> gym.Env:
+    """make_env, as each env worker runs it (and as make_envs runs it here, once, for the spaces)."""
+    if multiprocessing.parent_process() is not None:
+        # An async worker: Ctrl-C reaches the whole process group, but it is the trainer's to handle
+        # (it finishes the update, saves and closes us), so the worker ignores it.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        cv2.setNumThreads(1)  # one worker per env already: OpenCV's own threads would only compete
+    return make_env(args)
 
 
 def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Module:
-    """Orthogonal weights with gain `std`, zero biases ([37] detail 2): sqrt(2) suits ReLU layers."""
+    """Orthogonal weights with gain `std`, zero biases ([37] detail 2): sqrt(2), the ReLU gain, for ReLU layers."""
     torch.nn.init.orthogonal_(layer.weight, std)
     torch.nn.init.constant_(layer.bias, bias_const)
     return layer
 
 
 class Agent(nn.Module):
-    """The Nature DQN CNN as a trunk shared by a policy head and a value head ([37] Atari detail 7).
+    """The Nature DQN CNN as a trunk shared by a policy head and a value head ([37] Atari detail 8).
 
     Input: 4 stacked 84 x 84 grayscale frames, uint8, scaled to [0, 1] inside the network (so the rollout and
-    the worker pipes carry 4x fewer bytes than float32 frames would, [37] Atari detail 8). Conv 32 8x8 stride 4,
+    the worker pipes carry 4x fewer bytes than float32 frames would, [37] Atari detail 9). Conv 32 8x8 stride 4,
     conv 64 4x4 stride 2, conv 64 3x3 stride 1, a fully connected layer of 512, ReLUs. Sharing the trunk halves
     the forward passes; the price is that the value loss shapes the policy's features too, weighted by c1.
     """
@@ -436,16 +463,17 @@ class Agent(nn.Module):
         # exploration at first, and no action is preferred by accident of the initialization ([37] detail 2).
         self.actor = layer_init(nn.Linear(hidden_size, env.action_space.n), std=0.01)
         self.critic = layer_init(nn.Linear(hidden_size, 1), std=1.0)
-        # Channels-last (NHWC) weights and inputs: oneDNN's CPU convolutions run about 1.5x faster on them
-        # than on the default NCHW (an update's minibatch step went from ~100 to ~65 ms on 2 cores).
+        # Channels-last (NHWC) weights and inputs: oneDNN's CPU convolutions run faster on them than on NCHW.
         self.to(memory_format=torch.channels_last)
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
         """The trunk's 512 features of a batch of uint8 frame stacks [B, 4, 84, 84], scaled to [0, 1] here."""
         # Mixed precision (--precision bf16): the trunk, nearly all of the arithmetic, computes in bfloat16
-        # (float32's 8 exponent bits, 8 bits of mantissa), which a CPU with AMX runs ~1.8x faster than float32.
+        # (float32's 8 exponent bits, 8 bits of mantissa), which a CPU with AMX runs faster than float32.
         # Its features come back as float32 for the heads, the log-softmax and the losses. The rollout and the
-        # update run the same bf16 network, so the ratio r_t starts at 1 (to ~1e-5) as in float32.
+        # update run the same bf16 network, so the ratio r_t starts at 1 up to rounding: on the CPU to ~1e-5,
+        # on a GPU to ~1e-3, whose kernels for the rollout's N samples and the update's minibatches round
+        # differently (README: the GPU check).
         with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=self.bf16):
             hidden = self.trunk(x.contiguous(memory_format=torch.channels_last) / 255.0)
         return hidden.float()
@@ -480,9 +508,19 @@ def use_bf16(args: Args, device: torch.device) -> bool:
     return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
 
 
+def set_cudnn_flags(args: Args) -> None:
+    """On a GPU, cuDNN picks the fastest convolution algorithm, or a deterministic one if asked. And float32 is
+    computed as float32: by default cuDNN runs float32 convolutions in TF32 (10 mantissa bits) on Ampere and
+    later GPUs, where log pi_old of the rollout (batches of N envs) and of the update (minibatches) then differ
+    by ~1e-3 and the ratio r_t no longer starts at 1 (benchmarks/gpu_check.py measures it)."""
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    torch.backends.cudnn.benchmark = not args.torch_deterministic
+    torch.backends.cudnn.allow_tf32 = False
+
+
 class Rollout:
     """One rollout in NumPy, one [T, N] array per quantity (obs: [T, N, 4, 84, 84]). The environments speak
-    NumPy and the network torch: a row write here is ~50x cheaper than into a tensor, and the whole rollout is
+    NumPy and the network torch: a row write here is many times cheaper than one into a tensor, and the whole rollout is
     turned into tensors once per update."""
 
     def __init__(self, num_steps: int, num_envs: int, obs_shape: tuple):
@@ -495,7 +533,8 @@ class Rollout:
         self.final_values = np.zeros((num_steps, num_envs), dtype=np.float32)  # V(s_{t+1}) where an episode ended
 
 
-def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarray, rollout: Rollout):
+def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarray, rollout: Rollout,
+                    should_stop=lambda: False):
     """Run the current policy pi_old for T steps in the N envs, filling `rollout`.
 
     Returns the observation to continue from, V of it (last_value, for GAE) and the episodes that ended, as
@@ -504,6 +543,8 @@ def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarr
     device = next(agent.parameters()).device
     episodes = []
     for step in range(len(rollout.obs)):
+        if should_stop():  # Ctrl-C (Stopper): this rollout is given up
+            break
         rollout.obs[step] = next_obs
         with torch.inference_mode():  # acting needs no gradients: they are recomputed in the update
             action, logprob, _, value = agent.get_action_and_value(torch.as_tensor(next_obs, device=device))
@@ -517,11 +558,14 @@ def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarr
             # Some envs ended at this step and were already reset (SAME_STEP): next_obs holds the first
             # observation of their new episode, and info["final_obs"] the one they ended on. A truncated
             # episode was cut by a time limit in a state that is not terminal, and the agent would have
-            # collected more reward: bootstrap from V(final observation) ([TL]).
-            if truncated.any():
-                final_obs = np.stack(info["final_obs"][truncated])
+            # collected more reward: bootstrap from V(final observation) ([TL]). Termination wins: gymnasium's
+            # TimeLimit also sets truncated on the limit step when the episode terminated there, and then the
+            # MDP ended (V = 0) whatever the clock says.
+            bootstrap = truncated & ~terminated
+            if bootstrap.any():
+                final_obs = np.stack(info["final_obs"][bootstrap])
                 with torch.inference_mode():
-                    rollout.final_values[step, truncated] = agent.get_value(
+                    rollout.final_values[step, bootstrap] = agent.get_value(
                         torch.as_tensor(final_obs, device=device)).cpu().numpy()
             if "episode" in info["final_info"]:  # a lost life ends an episode but not the game: no score yet
                 stats = info["final_info"]["episode"]
@@ -570,34 +614,48 @@ def clipped_value_loss(newvalue, oldvalue, returns, vf_clip_coef: float) -> torc
 
     Like L^CLIP, a pessimistic bound: a step that moves V further than eps_v from the V that collected the
     data earns no more credit for it. The paper uses the plain squared error; the reference implementations
-    clip, and the ablations in [37] find it neither helps nor hurts much, so `--no-clip-vloss` turns it off.
+    (openai/baselines, CleanRL) clip. [37] ran no ablation of it; it cites Engstrom et al. 2020 (arXiv:2005.12729)
+    and Andrychowicz et al. 2021 (arXiv:2006.05990), who found that it can hurt. `--no-clip-vloss` turns it off.
     """
     clipped = oldvalue + torch.clamp(newvalue - oldvalue, -vf_clip_coef, vf_clip_coef)
     return 0.5 * torch.max((newvalue - returns) ** 2, (clipped - returns) ** 2).mean()
 
+
+def annealed(iteration: int, schedule: dict) -> float:
+    """alpha_i, the annealing fraction of update i (Table 5's alpha): linear from schedule["start"] at update
+    schedule["from_iteration"] down to 0 after update schedule["num_iterations"]. A new run's schedule is
+    {start 1, from_iteration 1, num_iterations}, so alpha_i = 1 - (i - 1) / num_iterations."""
+    remaining = schedule["num_iterations"] - schedule["from_iteration"] + 1
+    return schedule["start"] * (1.0 - (iteration - schedule["from_iteration"]) / remaining)
 
 # ---------------------------------------------------------------------------------------------------------
 # Checkpoints: written atomically, read with weights_only=True (plain tensors and Python values only)
 # ---------------------------------------------------------------------------------------------------------
 
 
-def save_checkpoint(path: str, args: Args, agent: nn.Module, optimizer: optim.Optimizer, global_step: int,
-                    iteration: int) -> None:
-    """Write to a temporary file, then rename: a crash mid-write never leaves a half-written checkpoint."""
-    np_state = np.random.get_state()
-    state = {
+def checkpoint_state(args: Args, agent: nn.Module, optimizer: optim.Optimizer, global_step: int,
+                     iteration: int, schedule: dict) -> dict:
+    """What a checkpoint holds, copied: it can be kept while training goes on (Stopper keeps the last complete
+    update's). Every rank calls it: the random generators of all ranks are gathered (rng[r] is rank r's), so a
+    resumed rank r draws on from where rank r stopped."""
+    rng = [rng_states(next(agent.parameters()).device)]
+    if args.world_size > 1:
+        rng = [None] * args.world_size
+        dist.all_gather_object(rng, rng_states(next(agent.parameters()).device))
+    return {
         "script": SCRIPT,
         "args": dataclasses.asdict(args),
-        "agent": agent.state_dict(),
-        "optimizer": optimizer.state_dict(),
+        "agent": copy.deepcopy(agent.state_dict()),
+        "optimizer": copy.deepcopy(optimizer.state_dict()),
         "global_step": global_step,
         "iteration": iteration,
-        "rng": {
-            "python": random.getstate(),
-            "numpy": (np_state[0], np_state[1].tolist(), *np_state[2:]),
-            "torch": torch.get_rng_state(),
-        },
+        "schedule": dict(schedule),
+        "rng": rng,
     }
+
+
+def save_checkpoint(path: str, state: dict) -> None:
+    """Write to a temporary file, then rename: a crash mid-write never leaves a half-written checkpoint."""
     torch.save(state, path + ".tmp")
     os.replace(path + ".tmp", path)
 
@@ -614,10 +672,53 @@ def load_checkpoint(path: str) -> dict:
         fail(f"{path} is not a checkpoint of this library")
     if ckpt["script"] != SCRIPT:
         fail(f"{path} was written by {ckpt['script']}, not {SCRIPT}")
-    missing = {"optimizer", "global_step", "iteration", "rng"} - ckpt.keys()
+    missing = {"optimizer", "global_step", "iteration", "schedule", "rng"} - ckpt.keys()
     if missing:
         fail(f"{path} is an incomplete checkpoint (no {', '.join(sorted(missing))})")
     return ckpt
+
+
+def check_resume(args: Args, ckpt: dict) -> None:
+    """--resume goes on update by update, so the shape of an update cannot change; and there must be steps left."""
+    for name in ("num_envs", "num_steps", "world_size"):
+        if getattr(args, name) != ckpt["args"][name]:
+            flag = "the number of torchrun ranks" if name == "world_size" else "--" + name.replace("_", "-")
+            fail(f"{flag} cannot change on --resume ({ckpt['args'][name]} in {args.resume}, {getattr(args, name)} "
+                 "now): the step count, the buffers and the annealing go update by update")
+    if ckpt["global_step"] + args.num_envs * args.num_steps * args.world_size > args.total_timesteps:
+        fail(f"{args.resume} has already trained {ckpt['global_step']} steps; "
+             f"give a larger --total-timesteps to train longer")
+
+
+def resumed_schedule(schedule: dict, iteration: int, num_iterations: int) -> dict:
+    """The annealing schedule of a run resumed after update `iteration`. Same length: it goes on unchanged. A new
+    --total-timesteps: alpha starts from the value the last update had and falls to 0 over the new remainder,
+    so resuming never raises the learning rate (nor an annealed clip range)."""
+    if schedule["num_iterations"] == num_iterations:
+        return schedule
+    return {"start": annealed(iteration, schedule), "from_iteration": iteration + 1, "num_iterations": num_iterations}
+
+
+def rng_states(device: torch.device) -> dict:
+    """Every random generator this process draws from: Python's, NumPy's, torch's CPU one and the GPU's in use."""
+    np_state = np.random.get_state()
+    states = {
+        "python": random.getstate(),
+        "numpy": (np_state[0], np_state[1].tolist(), *np_state[2:]),
+        "torch": torch.get_rng_state(),
+    }
+    if device.type == "cuda":
+        states["cuda"] = torch.cuda.get_rng_state(device)
+    return states
+
+
+def restore_rng(states: dict, device: torch.device) -> None:
+    random.setstate(states["python"])
+    np_state = states["numpy"]
+    np.random.set_state((np_state[0], np.array(np_state[1], dtype=np.uint32), *np_state[2:]))
+    torch.set_rng_state(states["torch"])
+    if device.type == "cuda" and "cuda" in states:
+        torch.cuda.set_rng_state(states["cuda"], device)
 
 
 def restore_agent(agent: nn.Module, ckpt: dict, path: str) -> None:
@@ -648,30 +749,32 @@ def evaluate(args: Args, agent: Agent, episodes: int, video_folder: Optional[str
     """Play `episodes` whole games (all lives) with actions sampled from pi, on an env of its own, game i
     seeded with seed + i. Returns the game scores and lengths (in frames).
 
-    Sampled, not argmax: a greedy Breakout policy that does not press FIRE after losing a life waits for the
-    27k-step time limit. torch's random state is put back afterwards, so evaluating does not change training.
+    Sampled, not argmax: FireReset presses FIRE after every lost life, but the emulator is deterministic, so a
+    greedy policy can repeat one loop (the ball bouncing without hitting a brick) until the 27k-step (108k-frame)
+    time limit. torch's random state is put back afterwards, so evaluating does not change training.
     """
     env = make_env(args, video_folder, video_trigger=lambda episode: True)
     device = next(agent.parameters()).device
-    rng_state = torch.get_rng_state()
-    torch.manual_seed(args.seed)
-    returns, lengths = [], []
-    for episode in range(episodes):
-        obs, _ = env.reset(seed=args.seed + episode)
-        while True:
-            with torch.inference_mode():
-                action, _, _, _ = agent.get_action_and_value(torch.as_tensor(obs[None], device=device))
-            obs, _, terminated, truncated, info = env.step(action.item())
-            if "episode" in info:  # game over: RecordEpisodeStatistics, below EpisodicLife, reports the game
-                break
-            if terminated or truncated:  # a life lost: the same game goes on
-                obs, _ = env.reset()
-        returns.append(float(info["episode"]["r"]))
-        lengths.append(int(info["episode"]["l"]))
-        if verbose:
-            print(f"episode {episode + 1}/{episodes}: return {returns[-1]:.1f}, length {lengths[-1]}")
+    # Sampling draws from torch's generators: the episodes run on forks of them (the CPU's, and the GPU's in
+    # use), put back afterwards, so evaluating does not change what training samples next.
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        torch.manual_seed(args.seed)
+        returns, lengths = [], []
+        for episode in range(episodes):
+            obs, _ = env.reset(seed=args.seed + episode)
+            while True:
+                with torch.inference_mode():
+                    action, _, _, _ = agent.get_action_and_value(torch.as_tensor(obs[None], device=device))
+                obs, _, terminated, truncated, info = env.step(action.item())
+                if "episode" in info:  # game over: RecordEpisodeStatistics, below EpisodicLife, reports the game
+                    break
+                if terminated or truncated:  # a life lost: the same game goes on
+                    obs, _ = env.reset()
+            returns.append(float(info["episode"]["r"]))
+            lengths.append(int(info["episode"]["l"]))
+            if verbose:
+                print(f"episode {episode + 1}/{episodes}: return {returns[-1]:.1f}, length {lengths[-1]}")
     env.close()
-    torch.set_rng_state(rng_state)
     return returns, lengths
 
 
@@ -718,6 +821,34 @@ class Silent:
         return lambda *args, **kwargs: None
 
 
+class Stopper:
+    """Ctrl-C: stop at the next rollout step or minibatch and save the last complete update (`snapshot`, taken
+    after every update), rather than finish the update first as the MLP scripts do. torchrun forwards Ctrl-C to
+    its workers and kills them 30 s later (its default), sooner than a CNN update can end on a CPU. The ranks
+    meet in collective calls, so they must stop at the same step: they agree on it through an all-reduce."""
+
+    def __init__(self, args: Args, rank: int, device: torch.device):
+        self.args, self.rank, self.device = args, rank, device
+        self.requested, self.stopped, self.snapshot = False, False, None
+        signal.signal(signal.SIGINT, self.request)
+
+    def request(self, signum, frame):
+        self.requested = True
+        if "RANK" not in os.environ:  # (torchrun sends Ctrl-C again on its way out: its SIGKILL is the hard stop)
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C quits at once
+        if self.rank == 0:
+            tqdm.tqdm.write("Ctrl-C: stopping at the next step and saving the last complete update "
+                            "(press again to quit without saving)")
+
+    def check(self) -> bool:
+        """Whether to stop now: a Ctrl-C reached this rank, or any other (all ranks call this at the same step)."""
+        stop = self.requested
+        if self.args.world_size > 1:
+            stop = all_ranks_mean(torch.tensor(float(stop), device=self.device), self.args).item() > 0
+        self.stopped = self.stopped or stop
+        return self.stopped
+
+
 def train(args: Args, ckpt: Optional[dict]) -> None:
     rank, device = setup_distributed(args)
     args.batch_size = args.num_envs * args.num_steps
@@ -734,12 +865,11 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
     np.random.seed(args.seed + rank)
     torch.manual_seed(args.seed + rank)
     torch.use_deterministic_algorithms(args.torch_deterministic)
-    # ...but without also filling every fresh tensor with NaN first (a debugging aid that comes with it: ~5% of
-    # an update here, and no effect on the results).
+    # ...but without also filling every fresh tensor with NaN first (a debugging aid that comes with it: it
+    # takes time and does not change the results).
     torch.utils.deterministic.fill_uninitialized_memory = False
-    if device.type == "cuda":  # cuDNN picks the fastest convolution algorithm, deterministic ones only if asked
-        torch.backends.cudnn.deterministic = args.torch_deterministic
-        torch.backends.cudnn.benchmark = not args.torch_deterministic
+    if device.type == "cuda":
+        set_cudnn_flags(args)
 
     agent = Agent(make_env(args), args.hidden_size, use_bf16(args, device)).to(device)
     envs = make_envs(args)
@@ -748,14 +878,13 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
     # foreach: update all parameter tensors in a few batched operations instead of a Python loop over them.
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, foreach=True)
     global_step, start_iteration = 0, 1
+    schedule = {"start": 1.0, "from_iteration": 1, "num_iterations": args.num_iterations}  # annealing (alpha)
     if ckpt is not None:
         restore_agent(agent, ckpt, args.resume)
         optimizer.load_state_dict(ckpt["optimizer"])
         global_step, start_iteration = ckpt["global_step"], ckpt["iteration"] + 1
-        random.setstate(ckpt["rng"]["python"])
-        np_state = ckpt["rng"]["numpy"]
-        np.random.set_state((np_state[0], np.array(np_state[1], dtype=np.uint32), *np_state[2:]))
-        torch.set_rng_state(ckpt["rng"]["torch"])
+        schedule = resumed_schedule(ckpt["schedule"], ckpt["iteration"], args.num_iterations)
+        restore_rng(ckpt["rng"][rank], device)  # this rank's own generators (check_resume: same ranks)
     if args.world_size > 1:  # every rank starts from rank 0's weights (each drew its own at construction)
         for tensor in agent.state_dict().values():
             dist.broadcast(tensor, src=0)
@@ -775,16 +904,10 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
     # the step count.
     next_obs, _ = envs.reset(seed=args.seed + rank * args.num_envs + global_step)
 
-    # Ctrl-C asks for a clean stop: the current update finishes, a checkpoint is saved, the script exits.
-    stop_requested = []
-
-    def request_stop(signum, frame):
-        stop_requested.append(signum)
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C quits at once
-        if rank == 0:
-            tqdm.tqdm.write("Ctrl-C: saving a checkpoint after this update (press again to quit without saving)")
-
-    signal.signal(signal.SIGINT, request_stop)
+    # Ctrl-C asks for a clean stop: at the next rollout step or minibatch, the checkpoint of the last complete
+    # update is saved and the script exits (Stopper).
+    stopper = Stopper(args, rank, device)
+    stopper.snapshot = checkpoint_state(args, agent, optimizer, global_step, start_iteration - 1, schedule)
     recent_returns = collections.deque(maxlen=20)
     if rank == 0:
         print(f"run folder {run_dir}, training on {device} (curves: tensorboard --logdir {os.path.dirname(run_dir)})")
@@ -793,15 +916,18 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
     start_time, start_step = time.time(), global_step
 
     for iteration in range(start_iteration, args.num_iterations + 1):
-        # Linear annealing: lr_i = (1 - (i - 1) / num_iterations) * alpha, ending near 0 ([37] detail 4).
-        frac = 1.0 - (iteration - 1.0) / args.num_iterations
+        # Linear annealing ([37] detail 4): lr_i = alpha_i * learning_rate, alpha_i = 1 - (i - 1) / num_iterations
+        # falling from 1 toward 0 (Table 5's alpha).
+        frac = annealed(iteration, schedule)  # (also covers a resumed run's schedule)
         if args.anneal_lr:
             optimizer.param_groups[0]["lr"] = frac * args.learning_rate
         # Table 5 anneals epsilon too: the policy may move less and less per update as training converges.
         clip_coef = frac * args.clip_coef if args.anneal_clip else args.clip_coef
 
         # --- Rollout: run the current policy pi_old for T steps in each of the N envs -----------------------
-        next_obs, last_value, episodes = collect_rollout(envs, agent, next_obs, rollout)
+        next_obs, last_value, episodes = collect_rollout(envs, agent, next_obs, rollout, stopper.check)
+        if stopper.stopped:
+            break
         for step, episodic_return, length in episodes:  # rank 0's games: the whole game's real score
             recent_returns.append(episodic_return)
             at_step = global_step + (step + 1) * args.num_envs * args.world_size
@@ -823,13 +949,17 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         clipfracs = []
         for epoch in range(args.update_epochs):
             for mb in torch.randperm(args.batch_size, device=device).split(args.minibatch_size):
+                if stopper.check():  # Ctrl-C
+                    break
                 _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb], b_actions[mb])
                 # r_t(theta) = pi(a_t|s_t) / pi_old(a_t|s_t), computed as exp(log pi - log pi_old): a ratio
-                # of two small probabilities is numerically fragile, a difference of logs is not.
+                # of two small probabilities is numerically fragile, a difference of logs is not. b_logprobs is
+                # log pi_old, recorded in the rollout: it stays fixed through all K epochs while pi moves.
                 logratio = newlogprob - b_logprobs[mb]
                 ratio = logratio.exp()
                 with torch.no_grad():
-                    # KL[pi_old || pi] estimators (http://joschu.net/blog/kl-approx.html): diagnostics only.
+                    # KL[pi_old || pi] estimators (http://joschu.net/blog/kl-approx.html), logged; approx_kl
+                    # (k3, unbiased and never negative) also drives the --target-kl early stop.
                     old_approx_kl = (-logratio).mean()
                     approx_kl = ((ratio - 1) - logratio).mean()
                     clipfracs.append(((ratio - 1.0).abs() > clip_coef).float().mean().item())
@@ -845,6 +975,8 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
                     v_loss = 0.5 * ((newvalue - b_returns[mb]) ** 2).mean()
                 entropy_loss = entropy.mean()
                 # L^{CLIP+VF+S} = L^CLIP - c1 L^VF + c2 S is maximized; we minimize its negative       (eq. 9)
+                # With v_loss's 0.5 the value term is c1 * 0.5 * (V - V^targ)^2: c1 = 0.5 weighs the squared
+                # error by 0.25, as CleanRL's defaults do; eq. 9's c1 weighs the squared error by c1 itself.
                 loss = pg_loss + args.vf_coef * v_loss - args.ent_coef * entropy_loss
 
                 optimizer.zero_grad()
@@ -859,9 +991,12 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
                 optimizer.step()
 
             # Early stop: once pi has drifted this far from pi_old, more epochs on the same data would take it
-            # past where the samples say anything (Spinning Up's PPO; CleanRL checks after each epoch).
-            if args.target_kl is not None and all_ranks_mean(approx_kl, args) > args.target_kl:
+            # past where the samples say anything (Spinning Up's PPO checks before every step; this check, like
+            # CleanRL's, comes after each epoch and reads approx_kl of that epoch's last minibatch only).
+            if stopper.stopped or args.target_kl is not None and all_ranks_mean(approx_kl, args) > args.target_kl:
                 break  # (the mean over the ranks: they must all stop at the same epoch)
+        if stopper.stopped:
+            break
 
         # --- Diagnostics and logging ------------------------------------------------------------------------
         # Explained variance of the value targets by V: 1 is a perfect critic, 0 no better than a constant.
@@ -870,6 +1005,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         sps = int((global_step - start_step) / (time.time() - start_time))
         writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
         writer.add_scalar("charts/clip_coef", clip_coef, global_step)
+        # The losses and KL estimates logged are the last minibatch's (clipfrac: the mean over all minibatches).
         writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
         writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
         writer.add_scalar("losses/entropy", entropy_loss.item(), global_step)
@@ -879,7 +1015,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         writer.add_scalar("losses/explained_variance", explained_var, global_step)
         writer.add_scalar("losses/update_epochs", epoch + 1, global_step)
         writer.add_scalar("charts/SPS", sps, global_step)
-        progress.update(args.batch_size)
+        progress.update(args.batch_size * args.world_size)  # global_step's count: every rank's steps
         if recent_returns:
             progress.set_postfix_str(f"return(last {len(recent_returns)}) {np.mean(recent_returns):.1f}, SPS {sps}")
 
@@ -894,15 +1030,14 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
                             f"{np.mean(eval_returns):.1f}")
 
         # --- Checkpoint -------------------------------------------------------------------------------------
-        if args.world_size > 1:  # a Ctrl-C seen by any rank stops them all after the same update
-            anyone_stopping = all_ranks_mean(torch.tensor(float(bool(stop_requested)), device=device), args) > 0
-            if anyone_stopping and not stop_requested:
-                stop_requested.append(signal.SIGINT)
-        checkpoint_due = args.checkpoint_every and iteration % args.checkpoint_every == 0
-        if rank == 0 and (last or stop_requested or checkpoint_due):
-            save_checkpoint(checkpoint_path, args, agent, optimizer, global_step, iteration)
-        if stop_requested:
-            break
+        stopper.snapshot = checkpoint_state(args, agent, optimizer, global_step, iteration, schedule)  # (every rank)
+        if rank == 0 and (last or (args.checkpoint_every and iteration % args.checkpoint_every == 0)):
+            save_checkpoint(checkpoint_path, stopper.snapshot)
+
+    if stopper.stopped:  # Ctrl-C: the last complete update is what is saved
+        global_step = stopper.snapshot["global_step"]
+        if rank == 0:
+            save_checkpoint(checkpoint_path, stopper.snapshot)
 
     progress.close()
     envs.close()
@@ -912,7 +1047,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
     if rank == 0:
         print(f"checkpoint: {checkpoint_path} (step {global_step})")
         print(f"watch it: python {SCRIPT} --play {checkpoint_path} --capture-video")
-    if stop_requested:
+    if stopper.stopped:
         raise SystemExit(130)  # the conventional status of a program stopped by Ctrl-C
 
 
@@ -925,10 +1060,8 @@ def main() -> None:
         args, ckpt = args_from_checkpoint(args)
     args.world_size = int(os.environ.get("WORLD_SIZE", 1))
     check_args(args)
-    if args.resume and ckpt["global_step"] + args.num_envs * args.num_steps * args.world_size > \
-            args.total_timesteps:
-        fail(f"{args.resume} has already trained {ckpt['global_step']} steps; "
-             f"give a larger --total-timesteps to train longer")
+    if args.resume:
+        check_resume(args, ckpt)
     try:
         play(args, ckpt) if args.play else train(args, ckpt)
     except KeyboardInterrupt:

@@ -51,6 +51,9 @@ import tyro
 from torch.utils.tensorboard import SummaryWriter
 
 SCRIPT = os.path.basename(__file__)
+# On a GPU, torch.use_deterministic_algorithms(True) lets cuBLAS multiply matrices only with a fixed workspace,
+# and raises on the first matmul without one. cuBLAS reads this when CUDA starts, so it is set before that.
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 
 @dataclass
@@ -61,9 +64,10 @@ class Args:
     seed: int = 1
     """seed of Python, NumPy, torch and the environments: the same seed gives the same run on the CPU"""
     torch_deterministic: bool = True
-    """let torch use deterministic algorithms only (torch.use_deterministic_algorithms)"""
+    """let torch use deterministic algorithms only (torch.use_deterministic_algorithms; on CUDA with cuBLAS's
+    fixed workspace): the same seed then repeats a run on the same device"""
     cuda: bool = False
-    """run the network on CUDA when available; off by default: networks this small are faster on the CPU"""
+    """run the network on CUDA when available (off by default: README's runs of this small network are on the CPU)"""
     capture_video: bool = False
     """record MP4s under the run folder's videos/ (training: episodes 0, 1, 8, 27, ...; --play: every episode)"""
     checkpoint_every: int = 10
@@ -84,7 +88,7 @@ class Args:
 
     # --- PPO hyperparameters (same order in every script) ---
     learning_rate: float = 4e-3
-    """alpha, the Adam step size at the start of training (usual 1e-4 to 5e-3; small MLPs take the high end)"""
+    """the Adam step size at the start of training (usual 1e-4 to 5e-3)"""
     anneal_lr: bool = True
     """anneal the learning rate linearly to 0, as the paper does for Atari (Table 5's alpha)"""
     num_steps: int = 256
@@ -129,6 +133,9 @@ def check_args(args: Args) -> None:
     for name in ("total_timesteps", "num_steps", "minibatch_size", "update_epochs", "hidden_size", "episodes"):
         if getattr(args, name) <= 0:
             fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.norm_adv and args.minibatch_size < 2:
+        fail(f"--minibatch-size must be at least 2 with --norm-adv: the advantages are normalized by their std "
+             f"over each minibatch, and one sample has none (got {args.minibatch_size})")
     if args.minibatch_size > args.num_steps:
         fail(f"--minibatch-size ({args.minibatch_size}) is larger than the rollout (--num-steps {args.num_steps})")
     if args.num_steps % args.minibatch_size:
@@ -171,7 +178,8 @@ def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None)
 
 
 def layer_init(layer: nn.Linear, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Linear:
-    """Orthogonal weights with gain `std`, zero biases ([37] detail 2): sqrt(2) suits tanh hidden layers."""
+    """Orthogonal weights with gain `std`, zero biases ([37] detail 2). sqrt(2) is the ReLU gain (tanh's is 5/3);
+    it is the gain the reference implementations (openai/baselines, CleanRL) give their tanh hidden layers."""
     torch.nn.init.orthogonal_(layer.weight, std)
     torch.nn.init.constant_(layer.bias, bias_const)
     return layer
@@ -199,8 +207,8 @@ class Agent(nn.Module):
         """pi(.|x) and V(x). Samples an action (the most probable one if greedy) unless `action` is given.
 
         Returns the action, log pi(action|x), the entropy H(pi(.|x)) and V(x). The categorical distribution is
-        written out rather than taken from torch.distributions.Categorical: it is four lines, and acting one
-        env step at a time, Categorical's bookkeeping costs more than the network itself.
+        written out rather than taken from torch.distributions.Categorical: it is four lines, and it skips
+        Categorical's argument checks on every call.
         """
         hidden = self.trunk(x)
         log_pi = self.actor(hidden).log_softmax(-1)  # log pi(a|x) for every action a
@@ -214,7 +222,7 @@ class Agent(nn.Module):
 
 class Rollout:
     """One rollout in NumPy, one [T] array per quantity (obs: [T, obs_size]). The environment speaks NumPy and
-    the network torch: a row write here is ~50x cheaper than into a tensor, and the whole rollout is turned
+    the network torch: a row write here is many times cheaper than one into a tensor, and the whole rollout is turned
     into tensors once per update."""
 
     def __init__(self, num_steps: int, obs_shape: tuple):
@@ -248,8 +256,10 @@ def collect_rollout(env: gym.Env, agent: Agent, next_obs: np.ndarray, rollout: R
         if terminated or truncated:
             # A truncated episode was cut by a time limit in a state that is not terminal, and the agent would
             # have collected more reward: bootstrap from V(final observation) ([TL]). With a single
-            # env, next_obs is that final observation: nothing resets it behind our back.
-            if truncated:
+            # env, next_obs is that final observation: nothing resets it behind our back. Termination wins:
+            # gymnasium's TimeLimit also sets truncated on the limit step when the episode terminated there,
+            # and then the MDP ended (V = 0) whatever the clock says.
+            if truncated and not terminated:
                 with torch.inference_mode():
                     rollout.final_values[step] = agent.get_value(torch.as_tensor(next_obs, device=device)).item()
             episodes.append((step, float(info["episode"]["r"]), int(info["episode"]["l"])))
@@ -291,15 +301,21 @@ def clipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip_c
     return -torch.min(unclipped, clipped).mean()
 
 
+def annealed(iteration: int, schedule: dict) -> float:
+    """alpha_i, the annealing fraction of update i (Table 5's alpha): linear from schedule["start"] at update
+    schedule["from_iteration"] down to 0 after update schedule["num_iterations"]. A new run's schedule is
+    {start 1, from_iteration 1, num_iterations}, so alpha_i = 1 - (i - 1) / num_iterations."""
+    remaining = schedule["num_iterations"] - schedule["from_iteration"] + 1
+    return schedule["start"] * (1.0 - (iteration - schedule["from_iteration"]) / remaining)
+
 # ---------------------------------------------------------------------------------------------------------
 # Checkpoints: written atomically, read with weights_only=True (plain tensors and Python values only)
 # ---------------------------------------------------------------------------------------------------------
 
 
 def save_checkpoint(path: str, args: Args, agent: nn.Module, optimizer: optim.Optimizer, global_step: int,
-                    iteration: int) -> None:
+                    iteration: int, schedule: dict) -> None:
     """Write to a temporary file, then rename: a crash mid-write never leaves a half-written checkpoint."""
-    np_state = np.random.get_state()
     state = {
         "script": SCRIPT,
         "args": dataclasses.asdict(args),
@@ -307,11 +323,8 @@ def save_checkpoint(path: str, args: Args, agent: nn.Module, optimizer: optim.Op
         "optimizer": optimizer.state_dict(),
         "global_step": global_step,
         "iteration": iteration,
-        "rng": {
-            "python": random.getstate(),
-            "numpy": (np_state[0], np_state[1].tolist(), *np_state[2:]),
-            "torch": torch.get_rng_state(),
-        },
+        "schedule": schedule,
+        "rng": rng_states(next(agent.parameters()).device),
     }
     torch.save(state, path + ".tmp")
     os.replace(path + ".tmp", path)
@@ -329,10 +342,53 @@ def load_checkpoint(path: str) -> dict:
         fail(f"{path} is not a checkpoint of this library")
     if ckpt["script"] != SCRIPT:
         fail(f"{path} was written by {ckpt['script']}, not {SCRIPT}")
-    missing = {"optimizer", "global_step", "iteration", "rng"} - ckpt.keys()
+    missing = {"optimizer", "global_step", "iteration", "schedule", "rng"} - ckpt.keys()
     if missing:
         fail(f"{path} is an incomplete checkpoint (no {', '.join(sorted(missing))})")
     return ckpt
+
+
+def resumed_schedule(schedule: dict, iteration: int, num_iterations: int) -> dict:
+    """The annealing schedule of a run resumed after update `iteration`. Same length: it goes on unchanged. A new
+    --total-timesteps: alpha starts from the value the last update had and falls to 0 over the new remainder,
+    so resuming never raises the learning rate (nor an annealed clip range)."""
+    if schedule["num_iterations"] == num_iterations:
+        return schedule
+    return {"start": annealed(iteration, schedule), "from_iteration": iteration + 1, "num_iterations": num_iterations}
+
+
+def rng_states(device: torch.device) -> dict:
+    """Every random generator this process draws from: Python's, NumPy's, torch's CPU one and the GPU's in use."""
+    np_state = np.random.get_state()
+    states = {
+        "python": random.getstate(),
+        "numpy": (np_state[0], np_state[1].tolist(), *np_state[2:]),
+        "torch": torch.get_rng_state(),
+    }
+    if device.type == "cuda":
+        states["cuda"] = torch.cuda.get_rng_state(device)
+    return states
+
+
+def restore_rng(states: dict, device: torch.device) -> None:
+    random.setstate(states["python"])
+    np_state = states["numpy"]
+    np.random.set_state((np_state[0], np.array(np_state[1], dtype=np.uint32), *np_state[2:]))
+    torch.set_rng_state(states["torch"])
+    if device.type == "cuda" and "cuda" in states:
+        torch.cuda.set_rng_state(states["cuda"], device)
+
+
+def check_resume(args: Args, ckpt: dict) -> None:
+    """--resume goes on update by update, so the shape of an update cannot change; and there must be steps left."""
+    for name in ("num_steps",):
+        if getattr(args, name) != ckpt["args"][name]:
+            flag = "the number of torchrun ranks" if name == "world_size" else "--" + name.replace("_", "-")
+            fail(f"{flag} cannot change on --resume ({ckpt['args'][name]} in {args.resume}, {getattr(args, name)} "
+                 "now): the step count, the buffers and the annealing go update by update")
+    if ckpt["global_step"] + args.num_steps > args.total_timesteps:
+        fail(f"{args.resume} has already trained {ckpt['global_step']} steps; "
+             f"give a larger --total-timesteps to train longer")
 
 
 def restore_agent(agent: nn.Module, ckpt: dict, path: str) -> None:
@@ -420,14 +476,13 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
     # foreach: update all parameter tensors in a few batched operations instead of a Python loop over them.
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, foreach=True)
     global_step, start_iteration = 0, 1
+    schedule = {"start": 1.0, "from_iteration": 1, "num_iterations": args.num_iterations}  # annealing (alpha)
     if ckpt is not None:
         restore_agent(agent, ckpt, args.resume)
         optimizer.load_state_dict(ckpt["optimizer"])
         global_step, start_iteration = ckpt["global_step"], ckpt["iteration"] + 1
-        random.setstate(ckpt["rng"]["python"])
-        np_state = ckpt["rng"]["numpy"]
-        np.random.set_state((np_state[0], np.array(np_state[1], dtype=np.uint32), *np_state[2:]))
-        torch.set_rng_state(ckpt["rng"]["torch"])
+        schedule = resumed_schedule(ckpt["schedule"], ckpt["iteration"], args.num_iterations)
+        restore_rng(ckpt["rng"], device)
     # The run folder is made only now that the env and the checkpoint have been accepted: a refused run
     # leaves nothing behind.
     os.makedirs(run_dir, exist_ok=True)
@@ -457,9 +512,10 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
     start_time, start_step = time.time(), global_step
 
     for iteration in range(start_iteration, args.num_iterations + 1):
-        # Linear annealing: lr_i = (1 - (i - 1) / num_iterations) * alpha, ending near 0 ([37] detail 4).
+        # Linear annealing ([37] detail 4): lr_i = alpha_i * learning_rate, alpha_i = 1 - (i - 1) / num_iterations
+        # falling from 1 toward 0 (Table 5's alpha; `annealed` also covers a resumed run's schedule).
         if args.anneal_lr:
-            optimizer.param_groups[0]["lr"] = (1.0 - (iteration - 1.0) / args.num_iterations) * args.learning_rate
+            optimizer.param_groups[0]["lr"] = annealed(iteration, schedule) * args.learning_rate
 
         # --- Rollout: run the current policy pi_old for T steps -------------------------------------------
         next_obs, last_value, episodes = collect_rollout(env, agent, next_obs, rollout)
@@ -484,11 +540,13 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
             for mb in torch.randperm(args.batch_size, device=device).split(args.minibatch_size):
                 _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb], b_actions[mb])
                 # r_t(theta) = pi(a_t|s_t) / pi_old(a_t|s_t), computed as exp(log pi - log pi_old): a ratio
-                # of two small probabilities is numerically fragile, a difference of logs is not.
+                # of two small probabilities is numerically fragile, a difference of logs is not. b_logprobs is
+                # log pi_old, recorded in the rollout: it stays fixed through all K epochs while pi moves.
                 logratio = newlogprob - b_logprobs[mb]
                 ratio = logratio.exp()
                 with torch.no_grad():
-                    # KL[pi_old || pi] estimators (http://joschu.net/blog/kl-approx.html): diagnostics only.
+                    # KL[pi_old || pi] estimators (http://joschu.net/blog/kl-approx.html), logged; approx_kl
+                    # (k3) is also what ppo_lunarlander_vec.py's --target-kl early stop reads.
                     old_approx_kl = (-logratio).mean()
                     approx_kl = ((ratio - 1) - logratio).mean()
                     clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean().item())
@@ -502,6 +560,8 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
                 v_loss = 0.5 * ((newvalue - b_returns[mb]) ** 2).mean()
                 entropy_loss = entropy.mean()
                 # L^{CLIP+VF+S} = L^CLIP - c1 L^VF + c2 S is maximized; we minimize its negative       (eq. 9)
+                # With v_loss's 0.5 the value term is c1 * 0.5 * (V - V^targ)^2: c1 = 0.5 weighs the squared
+                # error by 0.25, as CleanRL's defaults do; eq. 9's c1 weighs the squared error by c1 itself.
                 loss = pg_loss + args.vf_coef * v_loss - args.ent_coef * entropy_loss
 
                 optimizer.zero_grad()
@@ -517,6 +577,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         explained_var = 1 - np.var(returns - rollout.values) / var_returns if var_returns > 0 else float("nan")
         sps = int((global_step - start_step) / (time.time() - start_time))
         writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
+        # The losses and KL estimates logged are the last minibatch's (clipfrac: the mean over all minibatches).
         writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
         writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
         writer.add_scalar("losses/entropy", entropy_loss.item(), global_step)
@@ -532,7 +593,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         # --- Checkpoint -------------------------------------------------------------------------------------
         last = iteration == args.num_iterations
         if last or stop_requested or (args.checkpoint_every and iteration % args.checkpoint_every == 0):
-            save_checkpoint(checkpoint_path, args, agent, optimizer, global_step, iteration)
+            save_checkpoint(checkpoint_path, args, agent, optimizer, global_step, iteration, schedule)
         if stop_requested:
             break
 
@@ -553,10 +614,9 @@ def main() -> None:
     if args.resume or args.play:
         args, ckpt = args_from_checkpoint(args)
     check_args(args)
-    if args.resume and ckpt["global_step"] + args.num_steps > args.total_timesteps:
-        fail(f"{args.resume} has already trained {ckpt['global_step']} steps; "
-             f"give a larger --total-timesteps to train longer")
-    # Small networks run fastest on one thread: splitting a 64-wide matmul costs more than it saves.
+    if args.resume:
+        check_resume(args, ckpt)
+    # One thread for these small networks: a 64-wide matmul leaves little work to split between threads.
     torch.set_num_threads(1)
     try:
         play(args, ckpt) if args.play else train(args, ckpt)

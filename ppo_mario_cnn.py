@@ -1,8 +1,8 @@
 """PPO on Super Mario Bros from pixels: separate actor and critic CNNs, reward shaping, KL early stopping.
 
 What this lesson teaches
-    The Spinning Up form of PPO, which the seed tutorial trains Mario with: the policy and the value function
-    are two separate networks with two optimizers. The policy takes up to --train-pi-iters gradient steps on
+    The Spinning Up form of PPO, as [GX] trains Mario with it on [UV]'s wrappers and reward: policy and value
+    function are two separate networks with two optimizers. The policy takes up to --train-pi-iters gradient steps on
     L^CLIP (eq. 7) plus an entropy bonus, and stops early once the approximate KL[pi_old || pi] passes
     1.5 x --target-kl; then the value function takes --train-v-iters steps on its squared error. Mario's
     frames go through frame skip, grayscale 84 x 84 and a stack of 4, and the reward is shaped: points pay a
@@ -12,12 +12,13 @@ Differs from ppo_breakout_atari.py in:
     - the env: gym-super-mario-bros through nes-py's JoypadSpace (`--world`, `--stage`, `--action-type`), made
       a gymnasium env by ToGymnasium whichever API the installed release speaks; MarioReward shapes the reward;
       no no-op starts, lives, FIRE or reward clipping (copied from common/wrappers.py like the Atari stack)
-    - Agent: two CNNs (the seed's 4 conv layers of 32 3x3 filters, stride 2, then 512 units), nothing shared
+    - Agent: two CNNs ([UV]'s body, one per network as in [GX]: 4 conv layers of 32 3x3 filters, stride 2, then
+      512 units), nothing shared
     - the update: Spinning Up's scheme, two optimizers (--learning-rate, --vf-learning-rate), the policy's
       steps stopped early by the KL (logged as losses/stop_iter), then the value function's steps; no clipped
       value loss and no c1 (the critic has its own loss and optimizer), no annealed epsilon; steps are counted
       one by one (`minibatches` draws them from passes over the rollout), not in epochs
-    - hyperparameters for Mario: 8 envs x 512 steps, gamma 0.9, learning rates 1e-4, clip 0.2
+    - hyperparameters for Mario: 8 envs x 512 steps, gamma 0.9, learning rates 1e-4, clip 0.2 ([UV]'s defaults)
     - progress is logged as charts/x_pos and charts/flag_get; --play prints how far Mario got
 
 Deliberately left out, and the script that has each:
@@ -41,11 +42,18 @@ References
     [GAE] Schulman et al. 2016, High-Dimensional Continuous Control Using GAE, arXiv:1506.02438
     [TL]  Pardo et al. 2018, Time Limits in Reinforcement Learning, arXiv:1712.00378
     [37]  Huang et al. 2022, The 37 Implementation Details of Proximal Policy Optimization (ICLR blog track)
+    [UV]  uvipen/Super-mario-bros-PPO-pytorch (https://github.com/uvipen/Super-mario-bros-PPO-pytorch): the
+          reward shaping (src/env.py, CustomReward), the CNN (src/model.py) and the hyperparameters (train.py);
+          its own PPO (one shared trunk, one optimizer, no KL stop) is not the one taught here
+    [GX]  gaoxiaos/Supermariobros-PPO-pytorch (https://github.com/gaoxiaos/Supermariobros-PPO-pytorch): Spinning
+          Up's PPO, with MPI, on [UV]'s env wrappers and reward, a separate CNN for the policy and the value
 """
 
 import collections
+import copy
 import contextlib
 import dataclasses
+import functools
 import io
 import multiprocessing
 import os
@@ -75,9 +83,13 @@ with contextlib.redirect_stderr(io.StringIO()):
     from nes_py.wrappers import JoypadSpace
 
 SCRIPT = os.path.basename(__file__)
+# On a GPU, torch.use_deterministic_algorithms(True) lets cuBLAS multiply matrices only with a fixed workspace,
+# and raises on the first matmul without one. cuBLAS reads this when CUDA starts, so it is set before that.
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 # The button combinations the agent chooses from: right (5), simple (7, adds A alone and left) or complex (12).
 ACTION_SETS = {"right": RIGHT_ONLY, "simple": SIMPLE_MOVEMENT, "complex": COMPLEX_MOVEMENT}
 GAMES = {"SuperMarioBros-v0": False, "SuperMarioBrosLostLevels-v0": True}  # env id -> the Lost Levels ROM?
+VIDEO_STEPS = 2_700  # a recorded episode's first 3 minutes at most (2,700 agent steps at 15 fps; 500 MB of frames)
 
 
 @dataclass
@@ -89,7 +101,9 @@ class Args:
     """seed of Python, NumPy and torch: the same seed gives the same run on the CPU (under torchrun, rank r
     uses seed + r); the NES itself is deterministic, the policy's sampling is what varies"""
     torch_deterministic: bool = True
-    """let torch use deterministic algorithms only (torch.use_deterministic_algorithms)"""
+    """let torch use deterministic algorithms only (torch.use_deterministic_algorithms; on CUDA also cuDNN's
+    deterministic convolutions and cuBLAS's fixed workspace): the same seed then repeats a run on the same
+    device, the CPU or a GPU; --no-torch-deterministic lets cuDNN pick its fastest algorithms"""
     cuda: bool = True
     """run the networks on CUDA when available (--no-cuda: the CPU even where a GPU is)"""
     precision: Literal["auto", "bf16", "fp32"] = "auto"
@@ -129,7 +143,8 @@ class Args:
     """N, environments per rank; each rollout holds N x T transitions"""
     vectorization_mode: Literal["sync", "async"] = "async"
     """sync: step the N envs one after another in this process; async: one process per env, stepped in
-    parallel (the NES emulator is the slow part here: worth a process each where there are cores)"""
+    parallel (pays off when an env step costs more than sending its data between processes, and there are
+    cores to run them on)"""
 
     # --- PPO hyperparameters (same order in every script) ---
     learning_rate: float = 1e-4
@@ -142,8 +157,8 @@ class Args:
     """T, the horizon: steps each env runs per rollout, between two updates (8 x 512 = 4096 samples, about
     Spinning Up's 4000 steps per epoch)"""
     gamma: float = 0.9
-    """gamma, the discount of future rewards: 1/(1-gamma) = 10 steps (40 frames) ahead is enough to see the next
-    gap or enemy, and the shaped reward pays for every step of progress"""
+    """gamma, the discount of future rewards: the agent looks about 1/(1-gamma) = 10 steps (40 frames) ahead
+    ([UV]'s 0.9; usual 0.9-0.999)"""
     gae_lambda: float = 0.95
     """lambda of GAE: 0 gives the one-step TD advantage (low variance, biased by V), 1 the Monte-Carlo return
     minus V (unbiased, high variance)"""
@@ -166,7 +181,7 @@ class Args:
     """stop the policy's steps once the approximate KL[pi_old || pi] of a minibatch passes 1.5 x this
     (Spinning Up: 0.01); None: always take all --train-pi-iters"""
     hidden_size: int = 512
-    """width of the fully connected layer after each CNN's convolutions (the seed's 512)"""
+    """width of the fully connected layer after each CNN's convolutions ([UV]'s and [GX]'s 512)"""
 
     # --- derived at runtime (not command-line flags) ---
     batch_size: tyro.conf.Suppress[int] = 0
@@ -189,6 +204,9 @@ def check_args(args: Args) -> None:
                  "hidden_size", "episodes", "eval_episodes"):
         if getattr(args, name) <= 0:
             fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.norm_adv and args.minibatch_size < 2:
+        fail(f"--minibatch-size must be at least 2 with --norm-adv: the advantages are normalized by their std "
+             f"over each minibatch, and one sample has none (got {args.minibatch_size})")
     batch_size = args.num_envs * args.num_steps
     if args.minibatch_size > batch_size:
         fail(f"--minibatch-size ({args.minibatch_size}) is larger than the rollout (--num-envs {args.num_envs} "
@@ -235,7 +253,15 @@ class ToGymnasium(gym.Env):
     An old env's `done` becomes terminated, or truncated where gym's TimeLimit said so in
     info["TimeLimit.truncated"]. Observations are copied: nes-py returns a view of the emulator's screen, which
     the next frame overwrites (MaxAndSkip keeps two frames). render() returns the last screen (rgb_array, for
-    RecordVideo), so both APIs record the same way."""
+    RecordVideo), so both APIs record the same way.
+
+    The reward is 7.x's on either release: x moved since the last frame (0 for a jump of more than 5 pixels, as
+    at a death), plus the clock's tick (-1 when it ticks) and -25 on dying, the sum clipped to [-15, 15]. 9.x's
+    own reward pays x only past the furthest x of the episode so far, and adds points / 100, 5 a coin, +-5 a
+    power-up won or lost and 50 at the flag (info["reward_components"] holds its terms): MarioReward above pays
+    points and the flag itself, so those would count twice, and the coins and power-ups would be new to the
+    lesson. From 9.x's info, the time and death terms are 7.x's as they are, and x moved is read off
+    info["x_pos"]."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 60}  # the NES draws 60 frames a second
 
@@ -255,6 +281,7 @@ class ToGymnasium(gym.Env):
         else:
             obs, info = self.env.reset(seed=seed, options=options)
         self.screen = np.array(obs)  # a copy
+        self.x = info.get("x_pos", 0)
         return self.screen, dict(info)
 
     def step(self, action):
@@ -264,6 +291,10 @@ class ToGymnasium(gym.Env):
             terminated = bool(done) and not truncated
         else:
             obs, reward, terminated, truncated, info = self.env.step(action)
+            if "reward_components" in info:  # gym-super-mario-bros 9.x: its reward, back to 7.x's terms
+                dx, self.x, terms = info["x_pos"] - self.x, info["x_pos"], info["reward_components"]
+                reward = (dx if -5 <= dx <= 5 else 0) + terms["time"] + terms["death"]
+                reward = min(max(reward, -15), 15)  # SuperMarioBrosEnv.reward_range, as nes-py clips
         self.screen = np.array(obs)  # a copy
         return self.screen, float(reward), bool(terminated), bool(truncated), dict(info)
 
@@ -276,11 +307,13 @@ class ToGymnasium(gym.Env):
 
 # Copied from common.wrappers.MarioReward
 class MarioReward(gym.Wrapper):
-    """The seed tutorial's reward shaping for Super Mario Bros, on the env's own reward r (x progress, clock and
-    death penalties): r + (score gained) / 40, then +50 when the episode ends with the flag reached and -50 when
-    it ends otherwise (Mario died), all divided by 10. Points (coins, enemies, blocks) pay a little, the goal
-    pays most, and the division keeps returns in a range where one learning rate suits the value function.
-    (gym-super-mario-bros 9.x puts points, coins and power-ups into r itself: there, points pay a little more.)
+    """The reward shaping of uvipen/Super-mario-bros-PPO-pytorch (src/env.py, CustomReward) for Super Mario
+    Bros, on the env's own reward r (x progress, clock and death penalties): r + (score gained) / 40, then +50
+    when the episode ends with the flag reached and -50 when it ends otherwise (Mario died), all divided by 10.
+    Points (coins, enemies, blocks) pay a little, the goal pays most, and the division by 10 scales the
+    returns the value function has to fit down by as much.
+    (ToGymnasium below gives r as gym-super-mario-bros 7.x defines it on 9.x too, whose own reward pays points
+    and the flag itself.)
 
     Reads info["score"] and info["flag_get"] of each step; put it above MaxAndSkip, where a step's score
     difference covers its 4 frames. A truncated episode (a time limit, not a death) gets neither +50 nor -50."""
@@ -306,8 +339,8 @@ class MarioReward(gym.Wrapper):
 # Copied from common.wrappers.MaxAndSkip
 class MaxAndSkip(gym.Wrapper):
     """Repeat each action for `skip` frames and sum their rewards; return the pixel-wise max of the last two
-    frames. The agent decides 4x less often (the game barely changes in one frame), and the max removes
-    the flicker of Atari sprites that are drawn only every other frame.
+    frames. The agent decides `skip` times less often, and an object that the game draws on only one of the
+    last two frames (a flickering sprite) still shows in the observation.
 
     Differs from gymnasium's MaxAndSkipObservation only when the episode ends before the last frame of a
     skip: that one maxes two buffers still holding frames of an earlier step, this one the last two frames
@@ -330,8 +363,9 @@ class MaxAndSkip(gym.Wrapper):
 
 # Copied from common.wrappers.GrayscaleResize
 class GrayscaleResize(gym.ObservationWrapper):
-    """RGB frame -> grayscale -> size x size (84 x 84), uint8: 7.5x fewer numbers per frame, color carrying
-    little the policy needs. OpenCV's RGB-to-gray weights (0.299, 0.587, 0.114) give exactly the ALE's own
+    """RGB frame -> grayscale -> size x size (84 x 84), uint8, as DQN preprocessed Atari frames: 84 x 84 =
+    7,056 numbers per frame, 14x fewer than an Atari screen (210 x 160 x 3), 26x fewer than the NES's
+    (240 x 256 x 3). OpenCV's RGB-to-gray weights (0.299, 0.587, 0.114) give exactly the ALE's own
     grayscale screen, the one gymnasium's AtariPreprocessing reads; INTER_AREA averages the pixels each output
     pixel covers, as AtariPreprocessing resizes."""
 
@@ -347,9 +381,9 @@ class GrayscaleResize(gym.ObservationWrapper):
 
 # Copied from common.wrappers.FrameStack
 class FrameStack(gym.Wrapper):
-    """Observation = the last k frames, stacked on a new first axis ([k, 84, 84], uint8): one frame does not
-    show which way the ball moves, four do. After a reset, the first frame fills all k slots (as gymnasium's
-    FrameStackObservation pads by default)."""
+    """Observation = the last k frames, stacked on a new first axis ([k, 84, 84], uint8): one frame shows
+    where things are but not which way they move, a stack of frames does. After a reset, the first frame fills
+    all k slots (as gymnasium's FrameStackObservation pads by default)."""
 
     def __init__(self, env: gym.Env, k: int = 4):
         super().__init__(env)
@@ -369,17 +403,19 @@ class FrameStack(gym.Wrapper):
 
 
 def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None) -> gym.Env:
-    """The wrapper stack, innermost first. RecordVideo and RecordEpisodeStatistics sit right on the emulator,
-    below the frame skip and the reward shaping: what they record and report is every frame and the env's own
-    reward (episode lengths are in frames). An episode is one life on one level: it ends when Mario dies or
+    """The wrapper stack, innermost first. RecordEpisodeStatistics sits right on the emulator, below the frame
+    skip and the reward shaping: what it reports is the env's own reward (episode lengths are in frames).
+    RecordVideo sits above the frame skip: one frame per agent step, played at 15 fps (60 / 4), at most the
+    first VIDEO_STEPS steps of an episode. An episode is one life on one level: it ends when Mario dies or
     reaches the flag."""
     # (check_args has made sure the game has this level)
     nes = gym_super_mario_bros.SuperMarioBrosEnv(lost_levels=GAMES[args.env_id], target=(args.world, args.stage))
     env = ToGymnasium(JoypadSpace(nes, ACTION_SETS[args.action_type]))
-    if video_folder:
-        env = gym.wrappers.RecordVideo(env, video_folder, episode_trigger=video_trigger)
     env = gym.wrappers.RecordEpisodeStatistics(env)
     env = MaxAndSkip(env, skip=4)
+    if video_folder:  # (RecordVideo holds a video's frames in memory until it writes them: hence the cap)
+        env = gym.wrappers.RecordVideo(env, video_folder, episode_trigger=video_trigger, video_length=VIDEO_STEPS,
+                                       fps=15)
     env = MarioReward(env)
     env = GrayscaleResize(env, size=84)
     return FrameStack(env, k=4)
@@ -393,30 +429,43 @@ def make_envs(args: Args) -> gym.vector.VectorEnv:
     be trained on). SAME_STEP instead resets it within the step that ended it: the observation returned is
     already the new episode's first, and the one the episode ended on is in info["final_obs"]. Every step
     of the rollout is then a real transition, and truncated episodes can bootstrap from V(final obs).
+
+    Async workers start from a forkserver, not as forks of this process: torch runs a pool of threads here, and
+    a fork copies their locks but not the threads, so a worker could wait forever on a lock that a thread held.
+    The forkserver is a fresh process that has run none of them; each worker is sent its env function pickled,
+    so that is a plain module-level function of args (make_worker_env), which any pickler takes.
     """
+    thunk = functools.partial(make_worker_env, args)
+    if args.vectorization_mode == "sync":
+        return gym.vector.SyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    start_method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"  # Windows
+    # Each worker runs this script's imports again (the script is its __main__): the forkserver imports the slow
+    # ones once, before it forks any worker, so that each worker finds them loaded (2 s of torch each, otherwise).
+    multiprocessing.set_forkserver_preload(["torch", "torch.utils.tensorboard", "gymnasium", "tyro", "tqdm"])
+    return gym.vector.AsyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+                                     context=start_method)
 
-    def thunk() -> gym.Env:
-        if multiprocessing.parent_process() is not None:
-            # An async worker: Ctrl-C reaches the whole process group, but it is the trainer's to handle
-            # (it finishes the update, saves and closes us), so the worker ignores it.
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-            cv2.setNumThreads(1)  # one worker per env already: OpenCV's own threads would only compete
-        return make_env(args)
 
-    vector_env = gym.vector.AsyncVectorEnv if args.vectorization_mode == "async" else gym.vector.SyncVectorEnv
-    return vector_env([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+def make_worker_env(args: Args) -> gym.Env:
+    """make_env, as each env worker runs it (and as make_envs runs it here, once, for the spaces)."""
+    if multiprocessing.parent_process() is not None:
+        # An async worker: Ctrl-C reaches the whole process group, but it is the trainer's to handle
+        # (it finishes the update, saves and closes us), so the worker ignores it.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        cv2.setNumThreads(1)  # one worker per env already: OpenCV's own threads would only compete
+    return make_env(args)
 
 
 def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Module:
-    """Orthogonal weights with gain `std`, zero biases ([37] detail 2): sqrt(2) suits ReLU layers."""
+    """Orthogonal weights with gain `std`, zero biases ([37] detail 2): sqrt(2), the ReLU gain, for ReLU layers."""
     torch.nn.init.orthogonal_(layer.weight, std)
     torch.nn.init.constant_(layer.bias, bias_const)
     return layer
 
 
 def cnn(channels: int, hidden_size: int) -> nn.Sequential:
-    """The seed's CNN body: 4 convolutions of 32 3x3 filters, stride 2, padding 1 (84 -> 42 -> 21 -> 11 -> 6
-    pixels), then a fully connected layer of hidden_size; ReLUs."""
+    """[UV]'s CNN body (src/model.py; [GX] gives each network one): 4 convolutions of 32 3x3 filters, stride 2,
+    padding 1 (84 -> 42 -> 21 -> 11 -> 6 pixels), then a fully connected layer of hidden_size; ReLUs."""
     layers = []
     for i in range(4):
         layers += [layer_init(nn.Conv2d(channels if i == 0 else 32, 32, 3, stride=2, padding=1)), nn.ReLU()]
@@ -425,11 +474,11 @@ def cnn(channels: int, hidden_size: int) -> nn.Sequential:
 
 class Agent(nn.Module):
     """Two networks with nothing in common: the actor (a CNN and a policy head) and the critic (a CNN of the same
-    shape and a value head), each trained with its own loss and optimizer ([SU]).
+    shape and a value head), each trained with its own loss and optimizer ([SU], as in [GX]).
 
     Input: 4 stacked 84 x 84 grayscale frames, uint8, scaled to [0, 1] inside the networks. Keeping the value
     function apart means its loss, whose scale follows the returns, never competes with the policy's for the
-    same features (the seed's reason), at the price of two forward passes where a shared trunk needs one.
+    same features, at the price of two forward passes where a shared trunk needs one.
     """
 
     def __init__(self, env: gym.Env, hidden_size: int, bf16: bool = False):
@@ -454,9 +503,11 @@ class Agent(nn.Module):
     def features(self, body: nn.Module, x: torch.Tensor) -> torch.Tensor:
         """The features `body` (actor_cnn or critic_cnn) computes from uint8 frame stacks [B, 4, 84, 84]."""
         # Mixed precision (--precision bf16): the CNN, nearly all of the arithmetic, computes in bfloat16
-        # (float32's 8 exponent bits, 8 bits of mantissa), which a CPU with AMX runs ~1.8x faster than float32.
+        # (float32's 8 exponent bits, 8 bits of mantissa), which a CPU with AMX runs faster than float32.
         # Its features come back as float32 for the heads, the log-softmax and the losses. The rollout and the
-        # update run the same bf16 network, so the ratio r_t starts at 1 (to ~1e-5) as in float32.
+        # update run the same bf16 network, so the ratio r_t starts at 1 up to rounding: on the CPU to ~1e-5,
+        # on a GPU to ~1e-3, whose kernels for the rollout's N samples and the update's minibatches round
+        # differently (README: the GPU check).
         with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=self.bf16):
             hidden = body(x.contiguous(memory_format=torch.channels_last) / 255.0)
         return hidden.float()
@@ -494,9 +545,19 @@ def use_bf16(args: Args, device: torch.device) -> bool:
     return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
 
 
+def set_cudnn_flags(args: Args) -> None:
+    """On a GPU, cuDNN picks the fastest convolution algorithm, or a deterministic one if asked. And float32 is
+    computed as float32: by default cuDNN runs float32 convolutions in TF32 (10 mantissa bits) on Ampere and
+    later GPUs, where log pi_old of the rollout (batches of N envs) and of the update (minibatches) then differ
+    by ~1e-3 and the ratio r_t no longer starts at 1 (benchmarks/gpu_check.py measures it)."""
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    torch.backends.cudnn.benchmark = not args.torch_deterministic
+    torch.backends.cudnn.allow_tf32 = False
+
+
 class Rollout:
     """One rollout in NumPy, one [T, N] array per quantity (obs: [T, N, 4, 84, 84]). The environments speak
-    NumPy and the network torch: a row write here is ~50x cheaper than into a tensor, and the whole rollout is
+    NumPy and the network torch: a row write here is many times cheaper than one into a tensor, and the whole rollout is
     turned into tensors once per update."""
 
     def __init__(self, num_steps: int, num_envs: int, obs_shape: tuple):
@@ -509,7 +570,8 @@ class Rollout:
         self.final_values = np.zeros((num_steps, num_envs), dtype=np.float32)  # V(s_{t+1}) where an episode ended
 
 
-def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarray, rollout: Rollout):
+def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarray, rollout: Rollout,
+                    should_stop=lambda: False):
     """Run the current policy pi_old for T steps in the N envs, filling `rollout`.
 
     Returns the observation to continue from, V of it (last_value, for GAE) and the episodes that ended, as
@@ -518,6 +580,8 @@ def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarr
     device = next(agent.parameters()).device
     episodes = []
     for step in range(len(rollout.obs)):
+        if should_stop():  # Ctrl-C (Stopper): this rollout is given up
+            break
         rollout.obs[step] = next_obs
         with torch.inference_mode():  # acting needs no gradients: they are recomputed in the update
             action, logprob, _, value = agent.get_action_and_value(torch.as_tensor(next_obs, device=device))
@@ -531,11 +595,14 @@ def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarr
             # Some envs ended at this step and were already reset (SAME_STEP): next_obs holds the first
             # observation of their new episode, and info["final_obs"] the one they ended on. A truncated
             # episode was cut by a time limit in a state that is not terminal, and the agent would have
-            # collected more reward: bootstrap from V(final observation) ([TL]).
-            if truncated.any():
-                final_obs = np.stack(info["final_obs"][truncated])
+            # collected more reward: bootstrap from V(final observation) ([TL]). Termination wins: gymnasium's
+            # TimeLimit also sets truncated on the limit step when the episode terminated there, and then the
+            # MDP ended (V = 0) whatever the clock says.
+            bootstrap = truncated & ~terminated
+            if bootstrap.any():
+                final_obs = np.stack(info["final_obs"][bootstrap])
                 with torch.inference_mode():
-                    rollout.final_values[step, truncated] = agent.get_value(
+                    rollout.final_values[step, bootstrap] = agent.get_value(
                         torch.as_tensor(final_obs, device=device)).cpu().numpy()
             final = info["final_info"]  # the info of each env's last step: x_pos and flag_get say how far it got
             for i in np.flatnonzero(final["_episode"]):
@@ -580,7 +647,8 @@ def clipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip_c
 
 def minibatches(batch_size: int, minibatch_size: int, count: int, device: torch.device):
     """`count` minibatches of indices into the rollout: passes over it, each in a fresh random order, every
-    sample used once per pass (Spinning Up takes whole-batch steps; minibatches give more steps per rollout)."""
+    sample used once per pass (Spinning Up takes each step on the whole batch; a minibatch step costs a fraction
+    of that)."""
     for i in range(count):
         if i % (batch_size // minibatch_size) == 0:
             order = torch.randperm(batch_size, device=device).split(minibatch_size)
@@ -601,28 +669,41 @@ def step_network(optimizer: optim.Optimizer, loss: torch.Tensor, parameters: lis
     optimizer.step()
 
 
+def annealed(iteration: int, schedule: dict) -> float:
+    """alpha_i, the annealing fraction of update i (Table 5's alpha): linear from schedule["start"] at update
+    schedule["from_iteration"] down to 0 after update schedule["num_iterations"]. A new run's schedule is
+    {start 1, from_iteration 1, num_iterations}, so alpha_i = 1 - (i - 1) / num_iterations."""
+    remaining = schedule["num_iterations"] - schedule["from_iteration"] + 1
+    return schedule["start"] * (1.0 - (iteration - schedule["from_iteration"]) / remaining)
+
 # ---------------------------------------------------------------------------------------------------------
 # Checkpoints: written atomically, read with weights_only=True (plain tensors and Python values only)
 # ---------------------------------------------------------------------------------------------------------
 
 
-def save_checkpoint(path: str, args: Args, agent: nn.Module, optimizers: dict[str, optim.Optimizer],
-                    global_step: int, iteration: int) -> None:
-    """Write to a temporary file, then rename: a crash mid-write never leaves a half-written checkpoint."""
-    np_state = np.random.get_state()
-    state = {
+def checkpoint_state(args: Args, agent: nn.Module, optimizers: dict[str, optim.Optimizer], global_step: int,
+                     iteration: int, schedule: dict) -> dict:
+    """What a checkpoint holds, copied: it can be kept while training goes on (Stopper keeps the last complete
+    update's). Every rank calls it: the random generators of all ranks are gathered (rng[r] is rank r's), so a
+    resumed rank r draws on from where rank r stopped."""
+    rng = [rng_states(next(agent.parameters()).device)]
+    if args.world_size > 1:
+        rng = [None] * args.world_size
+        dist.all_gather_object(rng, rng_states(next(agent.parameters()).device))
+    return {
         "script": SCRIPT,
         "args": dataclasses.asdict(args),
-        "agent": agent.state_dict(),
-        "optimizers": {name: optimizer.state_dict() for name, optimizer in optimizers.items()},
+        "agent": copy.deepcopy(agent.state_dict()),
+        "optimizers": {name: copy.deepcopy(optimizer.state_dict()) for name, optimizer in optimizers.items()},
         "global_step": global_step,
         "iteration": iteration,
-        "rng": {
-            "python": random.getstate(),
-            "numpy": (np_state[0], np_state[1].tolist(), *np_state[2:]),
-            "torch": torch.get_rng_state(),
-        },
+        "schedule": dict(schedule),
+        "rng": rng,
     }
+
+
+def save_checkpoint(path: str, state: dict) -> None:
+    """Write to a temporary file, then rename: a crash mid-write never leaves a half-written checkpoint."""
     torch.save(state, path + ".tmp")
     os.replace(path + ".tmp", path)
 
@@ -639,10 +720,53 @@ def load_checkpoint(path: str) -> dict:
         fail(f"{path} is not a checkpoint of this library")
     if ckpt["script"] != SCRIPT:
         fail(f"{path} was written by {ckpt['script']}, not {SCRIPT}")
-    missing = {"optimizers", "global_step", "iteration", "rng"} - ckpt.keys()
+    missing = {"optimizers", "global_step", "iteration", "schedule", "rng"} - ckpt.keys()
     if missing:
         fail(f"{path} is an incomplete checkpoint (no {', '.join(sorted(missing))})")
     return ckpt
+
+
+def check_resume(args: Args, ckpt: dict) -> None:
+    """--resume goes on update by update, so the shape of an update cannot change; and there must be steps left."""
+    for name in ("num_envs", "num_steps", "world_size"):
+        if getattr(args, name) != ckpt["args"][name]:
+            flag = "the number of torchrun ranks" if name == "world_size" else "--" + name.replace("_", "-")
+            fail(f"{flag} cannot change on --resume ({ckpt['args'][name]} in {args.resume}, {getattr(args, name)} "
+                 "now): the step count, the buffers and the annealing go update by update")
+    if ckpt["global_step"] + args.num_envs * args.num_steps * args.world_size > args.total_timesteps:
+        fail(f"{args.resume} has already trained {ckpt['global_step']} steps; "
+             f"give a larger --total-timesteps to train longer")
+
+
+def resumed_schedule(schedule: dict, iteration: int, num_iterations: int) -> dict:
+    """The annealing schedule of a run resumed after update `iteration`. Same length: it goes on unchanged. A new
+    --total-timesteps: alpha starts from the value the last update had and falls to 0 over the new remainder,
+    so resuming never raises the learning rate (nor an annealed clip range)."""
+    if schedule["num_iterations"] == num_iterations:
+        return schedule
+    return {"start": annealed(iteration, schedule), "from_iteration": iteration + 1, "num_iterations": num_iterations}
+
+
+def rng_states(device: torch.device) -> dict:
+    """Every random generator this process draws from: Python's, NumPy's, torch's CPU one and the GPU's in use."""
+    np_state = np.random.get_state()
+    states = {
+        "python": random.getstate(),
+        "numpy": (np_state[0], np_state[1].tolist(), *np_state[2:]),
+        "torch": torch.get_rng_state(),
+    }
+    if device.type == "cuda":
+        states["cuda"] = torch.cuda.get_rng_state(device)
+    return states
+
+
+def restore_rng(states: dict, device: torch.device) -> None:
+    random.setstate(states["python"])
+    np_state = states["numpy"]
+    np.random.set_state((np_state[0], np.array(np_state[1], dtype=np.uint32), *np_state[2:]))
+    torch.set_rng_state(states["torch"])
+    if device.type == "cuda" and "cuda" in states:
+        torch.cuda.set_rng_state(states["cuda"], device)
 
 
 def restore_agent(agent: nn.Module, ckpt: dict, path: str) -> None:
@@ -680,26 +804,27 @@ def evaluate(args: Args, agent: Agent, episodes: int, video_folder: Optional[str
     """
     env = make_env(args, video_folder, video_trigger=lambda episode: True)
     device = next(agent.parameters()).device
-    rng_state = torch.get_rng_state()
-    torch.manual_seed(args.seed)
-    returns, lengths, x_positions, flags = [], [], [], []
-    for episode in range(episodes):
-        obs, _ = env.reset(seed=args.seed + episode)
-        while True:
-            with torch.inference_mode():
-                action, _, _ = agent.get_action(torch.as_tensor(obs[None], device=device))
-            obs, _, terminated, truncated, info = env.step(action.item())
-            if terminated or truncated:  # Mario died, or reached the flag
-                break
-        returns.append(float(info["episode"]["r"]))
-        lengths.append(int(info["episode"]["l"]))
-        x_positions.append(int(info["x_pos"]))
-        flags.append(bool(info["flag_get"]))
-        if verbose:
-            print(f"episode {episode + 1}/{episodes}: return {returns[-1]:.1f}, length {lengths[-1]}, "
-                  f"x position {x_positions[-1]}, {'flag reached' if flags[-1] else 'no flag'}")
+    # Sampling draws from torch's generators: the episodes run on forks of them (the CPU's, and the GPU's in
+    # use), put back afterwards, so evaluating does not change what training samples next.
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        torch.manual_seed(args.seed)
+        returns, lengths, x_positions, flags = [], [], [], []
+        for episode in range(episodes):
+            obs, _ = env.reset(seed=args.seed + episode)
+            while True:
+                with torch.inference_mode():
+                    action, _, _ = agent.get_action(torch.as_tensor(obs[None], device=device))
+                obs, _, terminated, truncated, info = env.step(action.item())
+                if terminated or truncated:  # Mario died, or reached the flag
+                    break
+            returns.append(float(info["episode"]["r"]))
+            lengths.append(int(info["episode"]["l"]))
+            x_positions.append(int(info["x_pos"]))
+            flags.append(bool(info["flag_get"]))
+            if verbose:
+                print(f"episode {episode + 1}/{episodes}: return {returns[-1]:.1f}, length {lengths[-1]}, "
+                      f"x position {x_positions[-1]}, {'flag reached' if flags[-1] else 'no flag'}")
     env.close()
-    torch.set_rng_state(rng_state)
     return returns, lengths, x_positions, flags
 
 
@@ -748,6 +873,34 @@ class Silent:
         return lambda *args, **kwargs: None
 
 
+class Stopper:
+    """Ctrl-C: stop at the next rollout step or minibatch and save the last complete update (`snapshot`, taken
+    after every update), rather than finish the update first as the MLP scripts do. torchrun forwards Ctrl-C to
+    its workers and kills them 30 s later (its default), sooner than a CNN update can end on a CPU. The ranks
+    meet in collective calls, so they must stop at the same step: they agree on it through an all-reduce."""
+
+    def __init__(self, args: Args, rank: int, device: torch.device):
+        self.args, self.rank, self.device = args, rank, device
+        self.requested, self.stopped, self.snapshot = False, False, None
+        signal.signal(signal.SIGINT, self.request)
+
+    def request(self, signum, frame):
+        self.requested = True
+        if "RANK" not in os.environ:  # (torchrun sends Ctrl-C again on its way out: its SIGKILL is the hard stop)
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C quits at once
+        if self.rank == 0:
+            tqdm.tqdm.write("Ctrl-C: stopping at the next step and saving the last complete update "
+                            "(press again to quit without saving)")
+
+    def check(self) -> bool:
+        """Whether to stop now: a Ctrl-C reached this rank, or any other (all ranks call this at the same step)."""
+        stop = self.requested
+        if self.args.world_size > 1:
+            stop = all_ranks_mean(torch.tensor(float(stop), device=self.device), self.args).item() > 0
+        self.stopped = self.stopped or stop
+        return self.stopped
+
+
 def train(args: Args, ckpt: Optional[dict]) -> None:
     rank, device = setup_distributed(args)
     args.batch_size = args.num_envs * args.num_steps
@@ -765,12 +918,11 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
     np.random.seed(args.seed + rank)
     torch.manual_seed(args.seed + rank)
     torch.use_deterministic_algorithms(args.torch_deterministic)
-    # ...but without also filling every fresh tensor with NaN first (a debugging aid that comes with it: ~5% of
-    # an update here, and no effect on the results).
+    # ...but without also filling every fresh tensor with NaN first (a debugging aid that comes with it: it
+    # takes time and does not change the results).
     torch.utils.deterministic.fill_uninitialized_memory = False
-    if device.type == "cuda":  # cuDNN picks the fastest convolution algorithm, deterministic ones only if asked
-        torch.backends.cudnn.deterministic = args.torch_deterministic
-        torch.backends.cudnn.benchmark = not args.torch_deterministic
+    if device.type == "cuda":
+        set_cudnn_flags(args)
 
     agent = Agent(make_env(args), args.hidden_size, use_bf16(args, device)).to(device)
     envs = make_envs(args)
@@ -783,15 +935,14 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         "vf": optim.Adam(agent.critic_parameters(), lr=args.vf_learning_rate, eps=1e-5, foreach=True),
     }
     global_step, start_iteration = 0, 1
+    schedule = {"start": 1.0, "from_iteration": 1, "num_iterations": args.num_iterations}  # annealing (alpha)
     if ckpt is not None:
         restore_agent(agent, ckpt, args.resume)
         for name, optimizer in optimizers.items():
             optimizer.load_state_dict(ckpt["optimizers"][name])
         global_step, start_iteration = ckpt["global_step"], ckpt["iteration"] + 1
-        random.setstate(ckpt["rng"]["python"])
-        np_state = ckpt["rng"]["numpy"]
-        np.random.set_state((np_state[0], np.array(np_state[1], dtype=np.uint32), *np_state[2:]))
-        torch.set_rng_state(ckpt["rng"]["torch"])
+        schedule = resumed_schedule(ckpt["schedule"], ckpt["iteration"], args.num_iterations)
+        restore_rng(ckpt["rng"][rank], device)  # this rank's own generators (check_resume: same ranks)
     if args.world_size > 1:  # every rank starts from rank 0's weights (each drew its own at construction)
         for tensor in agent.state_dict().values():
             dist.broadcast(tensor, src=0)
@@ -811,16 +962,10 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
     # the step count.
     next_obs, _ = envs.reset(seed=args.seed + rank * args.num_envs + global_step)
 
-    # Ctrl-C asks for a clean stop: the current update finishes, a checkpoint is saved, the script exits.
-    stop_requested = []
-
-    def request_stop(signum, frame):
-        stop_requested.append(signum)
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C quits at once
-        if rank == 0:
-            tqdm.tqdm.write("Ctrl-C: saving a checkpoint after this update (press again to quit without saving)")
-
-    signal.signal(signal.SIGINT, request_stop)
+    # Ctrl-C asks for a clean stop: at the next rollout step or minibatch, the checkpoint of the last complete
+    # update is saved and the script exits (Stopper).
+    stopper = Stopper(args, rank, device)
+    stopper.snapshot = checkpoint_state(args, agent, optimizers, global_step, start_iteration - 1, schedule)
     recent_returns, recent_x = collections.deque(maxlen=20), collections.deque(maxlen=20)
     if rank == 0:
         print(f"run folder {run_dir}, training on {device} (curves: tensorboard --logdir {os.path.dirname(run_dir)})")
@@ -829,14 +974,17 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
     start_time, start_step = time.time(), global_step
 
     for iteration in range(start_iteration, args.num_iterations + 1):
-        # Linear annealing: lr_i = (1 - (i - 1) / num_iterations) * alpha, ending near 0 ([37] detail 4).
-        frac = 1.0 - (iteration - 1.0) / args.num_iterations
+        # Linear annealing ([37] detail 4): lr_i = alpha_i * learning_rate, alpha_i = 1 - (i - 1) / num_iterations
+        # falling from 1 toward 0 (Table 5's alpha).
+        frac = annealed(iteration, schedule)  # (also covers a resumed run's schedule)
         if args.anneal_lr:
             optimizers["pi"].param_groups[0]["lr"] = frac * args.learning_rate
             optimizers["vf"].param_groups[0]["lr"] = frac * args.vf_learning_rate
 
         # --- Rollout: run the current policy pi_old for T steps in each of the N envs -----------------------
-        next_obs, last_value, episodes = collect_rollout(envs, agent, next_obs, rollout)
+        next_obs, last_value, episodes = collect_rollout(envs, agent, next_obs, rollout, stopper.check)
+        if stopper.stopped:
+            break
         for step, episodic_return, length, x_pos, flag_get in episodes:  # rank 0's episodes
             recent_returns.append(episodic_return)
             recent_x.append(x_pos)
@@ -860,9 +1008,12 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         # --- Update the policy: up to train_pi_iters gradient steps on L^CLIP + c2 S, stopped by the KL ----
         clipfracs, stop_iter = [], args.train_pi_iters
         for i, mb in enumerate(minibatches(args.batch_size, args.minibatch_size, args.train_pi_iters, device)):
+            if stopper.check():  # Ctrl-C
+                break
             _, newlogprob, entropy = agent.get_action(b_obs[mb], b_actions[mb])
             # r_t(theta) = pi(a_t|s_t) / pi_old(a_t|s_t), computed as exp(log pi - log pi_old): a ratio
-            # of two small probabilities is numerically fragile, a difference of logs is not.
+            # of two small probabilities is numerically fragile, a difference of logs is not. b_logprobs is
+            # log pi_old, recorded in the rollout: it stays fixed through all the policy's steps while pi moves.
             logratio = newlogprob - b_logprobs[mb]
             ratio = logratio.exp()
             with torch.no_grad():
@@ -888,9 +1039,13 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
 
         # --- Update the value function: train_v_iters gradient steps on its squared error --------------------
         for mb in minibatches(args.batch_size, args.minibatch_size, args.train_v_iters, device):
+            if stopper.check():  # Ctrl-C
+                break
             # L^VF = (V(s_t) - V^targ_t)^2, halved so its gradient is the plain error              (eq. 9)
             v_loss = 0.5 * ((agent.get_value(b_obs[mb]) - b_returns[mb]) ** 2).mean()
             step_network(optimizers["vf"], v_loss, agent.critic_parameters(), args)
+        if stopper.stopped:
+            break
 
         # --- Diagnostics and logging ------------------------------------------------------------------------
         # Explained variance of the value targets by V: 1 is a perfect critic, 0 no better than a constant.
@@ -898,6 +1053,8 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         explained_var = 1 - np.var(returns - rollout.values) / var_returns if var_returns > 0 else float("nan")
         sps = int((global_step - start_step) / (time.time() - start_time))
         writer.add_scalar("charts/learning_rate", optimizers["pi"].param_groups[0]["lr"], global_step)
+        # The losses logged are the last minibatch's (clipfrac: the mean over the policy's steps); the KL
+        # estimates, the last ones checked (if the policy stopped early, those of the step it did not take).
         writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
         if stop_iter > 0:  # (stopped before its first step, the policy has no loss to report)
             writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
@@ -908,7 +1065,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         writer.add_scalar("losses/explained_variance", explained_var, global_step)
         writer.add_scalar("losses/stop_iter", stop_iter, global_step)  # policy steps taken ([SU]'s StopIter)
         writer.add_scalar("charts/SPS", sps, global_step)
-        progress.update(args.batch_size)
+        progress.update(args.batch_size * args.world_size)  # global_step's count: every rank's steps
         if recent_returns:
             progress.set_postfix_str(f"return(last {len(recent_returns)}) {np.mean(recent_returns):.1f}, "
                                      f"x {np.mean(recent_x):.0f}, SPS {sps}")
@@ -927,15 +1084,14 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
                             f"flag reached in {sum(eval_flags)}")
 
         # --- Checkpoint -------------------------------------------------------------------------------------
-        if args.world_size > 1:  # a Ctrl-C seen by any rank stops them all after the same update
-            anyone_stopping = all_ranks_mean(torch.tensor(float(bool(stop_requested)), device=device), args) > 0
-            if anyone_stopping and not stop_requested:
-                stop_requested.append(signal.SIGINT)
-        checkpoint_due = args.checkpoint_every and iteration % args.checkpoint_every == 0
-        if rank == 0 and (last or stop_requested or checkpoint_due):
-            save_checkpoint(checkpoint_path, args, agent, optimizers, global_step, iteration)
-        if stop_requested:
-            break
+        stopper.snapshot = checkpoint_state(args, agent, optimizers, global_step, iteration, schedule)  # (every rank)
+        if rank == 0 and (last or (args.checkpoint_every and iteration % args.checkpoint_every == 0)):
+            save_checkpoint(checkpoint_path, stopper.snapshot)
+
+    if stopper.stopped:  # Ctrl-C: the last complete update is what is saved
+        global_step = stopper.snapshot["global_step"]
+        if rank == 0:
+            save_checkpoint(checkpoint_path, stopper.snapshot)
 
     progress.close()
     envs.close()
@@ -945,7 +1101,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
     if rank == 0:
         print(f"checkpoint: {checkpoint_path} (step {global_step})")
         print(f"watch it: python {SCRIPT} --play {checkpoint_path} --capture-video")
-    if stop_requested:
+    if stopper.stopped:
         raise SystemExit(130)  # the conventional status of a program stopped by Ctrl-C
 
 
@@ -958,10 +1114,8 @@ def main() -> None:
         args, ckpt = args_from_checkpoint(args)
     args.world_size = int(os.environ.get("WORLD_SIZE", 1))
     check_args(args)
-    if args.resume and ckpt["global_step"] + args.num_envs * args.num_steps * args.world_size > \
-            args.total_timesteps:
-        fail(f"{args.resume} has already trained {ckpt['global_step']} steps; "
-             f"give a larger --total-timesteps to train longer")
+    if args.resume:
+        check_resume(args, ckpt)
     try:
         play(args, ckpt) if args.play else train(args, ckpt)
     except KeyboardInterrupt:

@@ -44,6 +44,7 @@ References
 
 import collections
 import dataclasses
+import functools
 import math
 import multiprocessing
 import os
@@ -64,6 +65,9 @@ import tyro
 from torch.utils.tensorboard import SummaryWriter
 
 SCRIPT = os.path.basename(__file__)
+# On a GPU, torch.use_deterministic_algorithms(True) lets cuBLAS multiply matrices only with a fixed workspace,
+# and raises on the first matmul without one. cuBLAS reads this when CUDA starts, so it is set before that.
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 
 @dataclass
@@ -74,12 +78,13 @@ class Args:
     seed: int = 1
     """seed of Python, NumPy, torch and the environments: the same seed gives the same run on the CPU"""
     torch_deterministic: bool = True
-    """let torch use deterministic algorithms only (torch.use_deterministic_algorithms)"""
+    """let torch use deterministic algorithms only (torch.use_deterministic_algorithms; on CUDA with cuBLAS's
+    fixed workspace): the same seed then repeats a run on the same device"""
     cuda: bool = False
-    """run the network on CUDA when available; off by default: networks this small are faster on the CPU"""
+    """run the network on CUDA when available (off by default: README's runs of this small network are on the CPU)"""
     capture_video: bool = False
     """record the evaluation episodes to MP4 under the run folder's videos/eval-<step>/ (--play: videos/play-*/);
-    about half a second per episode here, so lower --eval-episodes or raise --eval-every to record fewer"""
+    recording slows the evaluations down, so lower --eval-episodes or raise --eval-every to record fewer"""
     checkpoint_every: int = 10
     """save runs/<run>/checkpoint.pt every this many updates, and always at the end (0: only at the end)"""
     resume: Optional[str] = None
@@ -107,15 +112,13 @@ class Args:
 
     # --- PPO hyperparameters (same order in every script) ---
     learning_rate: float = 1e-3
-    """alpha, the Adam step size at the start of training (usual 1e-4 to 3e-3)"""
+    """the Adam step size at the start of training (usual 1e-4 to 3e-3)"""
     anneal_lr: bool = True
     """anneal the learning rate linearly to 0, as the paper does for Atari (Table 5's alpha)"""
     num_steps: int = 256
     """T, the horizon: steps each env runs per rollout, between two updates (paper: 128 to 2048)"""
     gamma: float = 0.98
-    """gamma, the discount of future rewards: the agent looks about 1/(1-gamma) steps ahead (usual 0.9-0.999);
-    swinging up takes a few dozen steps of pumping before the pendulum is upright: with 0.9 (10 steps ahead)
-    no seed reached the target in 300k steps, with 0.98 and 0.99 all did (README)"""
+    """gamma, the discount of future rewards: the agent looks about 1/(1-gamma) steps ahead (usual 0.9-0.999)"""
     gae_lambda: float = 0.95
     """lambda of GAE: 0 gives the one-step TD advantage (low variance, biased by V), 1 the Monte-Carlo return
     minus V (unbiased, high variance); usual 0.8 to 0.98"""
@@ -142,8 +145,8 @@ class Args:
     """d_targ of the adaptive KL penalty (section 4; --objective kl): beta is halved after an update whose mean
     KL d < d_targ / 1.5 and doubled after one with d > 1.5 d_targ (paper: 0.003, 0.01, 0.03)"""
     kl_beta_init: float = 1.0
-    """beta at the start of training (--objective kl); the paper finds its value matters little, the rule
-    adapts it within a few updates"""
+    """beta at the start of training (--objective kl); the paper finds its value not important in practice,
+    as the rule quickly adjusts it"""
     kl_adaptive: bool = True
     """adapt beta to --kl-target after every update (section 4); --no-kl-adaptive keeps beta fixed at
     --kl-beta-init, the paper's fixed-penalty baseline"""
@@ -155,12 +158,15 @@ class Args:
     """c2, weight of the entropy bonus S (eq. 9): rewards keeping pi spread out, so it keeps exploring (0-0.01).
     0 here, as in the reference continuous-action PPO: with a state-independent std the bonus only pushes sigma up"""
     vf_coef: float = 0.5
-    """c1, weight of the value loss L^VF (eq. 9); with separate networks it only scales the critic's step"""
+    """c1, weight of the value loss L^VF (eq. 9). With separate networks it scales only the critic's gradient,
+    and Adam cancels a constant scale (up to its eps), so c1 acts only through the global gradient clip
+    (--max-grad-norm), whose norm covers the actor's and the critic's gradients together"""
     max_grad_norm: float = 0.5
     """clip the global norm of the gradient to this, so one bad minibatch cannot make a huge step"""
     target_kl: Optional[float] = None
-    """stop the update's epochs early once the approximate KL[pi_old || pi] of a minibatch exceeds this
-    (usual 0.01-0.05; unset: always run all K epochs); an early stop for either objective, not --kl-target"""
+    """stop the update's epochs early once the approximate KL[pi_old || pi] of an epoch's last minibatch
+    exceeds this (usual 0.01-0.05; unset: always run all K epochs); an early stop for either objective, not
+    --kl-target"""
     hidden_size: int = 64
     """width of the two hidden layers of the actor (the Gaussian's mean) and of the critic"""
 
@@ -183,6 +189,9 @@ def check_args(args: Args) -> None:
                  "episodes", "eval_episodes"):
         if getattr(args, name) <= 0:
             fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.norm_adv and args.minibatch_size < 2:
+        fail(f"--minibatch-size must be at least 2 with --norm-adv: the advantages are normalized by their std "
+             f"over each minibatch, and one sample has none (got {args.minibatch_size})")
     batch_size = args.num_envs * args.num_steps
     if args.minibatch_size > batch_size:
         fail(f"--minibatch-size ({args.minibatch_size}) is larger than the rollout (--num-envs {args.num_envs} "
@@ -241,21 +250,35 @@ def make_envs(args: Args) -> gym.vector.VectorEnv:
     be trained on). SAME_STEP instead resets it within the step that ended it: the observation returned is
     already the new episode's first, and the one the episode ended on is in info["final_obs"]. Every step
     of the rollout is then a real transition, and truncated episodes can bootstrap from V(final obs).
+
+    Async workers start from a forkserver, not as forks of this process: torch runs a pool of threads here, and
+    a fork copies their locks but not the threads, so a worker could wait forever on a lock that a thread held.
+    The forkserver is a fresh process that has run none of them; each worker is sent its env function pickled,
+    so that is a plain module-level function of args (make_worker_env), which any pickler takes.
     """
+    thunk = functools.partial(make_worker_env, args)
+    if args.vectorization_mode == "sync":
+        return gym.vector.SyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    start_method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"  # Windows
+    # Each worker runs this script's imports again (the script is its __main__): the forkserver imports the slow
+    # ones once, before it forks any worker, so that each worker finds them loaded (2 s of torch each, otherwise).
+    multiprocessing.set_forkserver_preload(["torch", "torch.utils.tensorboard", "gymnasium", "tyro", "tqdm"])
+    return gym.vector.AsyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+                                     context=start_method)
 
-    def thunk() -> gym.Env:
-        if multiprocessing.parent_process() is not None:
-            # An async worker: Ctrl-C reaches the whole process group, but it is the trainer's to handle
-            # (it finishes the update, saves and closes us), so the worker ignores it.
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-        return make_env(args)
 
-    vector_env = gym.vector.AsyncVectorEnv if args.vectorization_mode == "async" else gym.vector.SyncVectorEnv
-    return vector_env([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+def make_worker_env(args: Args) -> gym.Env:
+    """make_env, as each env worker runs it (and as make_envs runs it here, once, for the spaces)."""
+    if multiprocessing.parent_process() is not None:
+        # An async worker: Ctrl-C reaches the whole process group, but it is the trainer's to handle
+        # (it finishes the update, saves and closes us), so the worker ignores it.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return make_env(args)
 
 
 def layer_init(layer: nn.Linear, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Linear:
-    """Orthogonal weights with gain `std`, zero biases ([37] detail 2): sqrt(2) suits tanh hidden layers."""
+    """Orthogonal weights with gain `std`, zero biases ([37] detail 2). sqrt(2) is the ReLU gain (tanh's is 5/3);
+    it is the gain the reference implementations (openai/baselines, CleanRL) give their tanh hidden layers."""
     torch.nn.init.orthogonal_(layer.weight, std)
     torch.nn.init.constant_(layer.bias, bias_const)
     return layer
@@ -328,8 +351,8 @@ class Agent(nn.Module):
         """pi(.|x) and V(x). Samples an action (the mean if greedy) unless `action` is given.
 
         Returns the action, log pi(action|x), the entropy H(pi(.|x)) and V(x). The Gaussian is written out
-        rather than taken from torch.distributions.Normal: it is three lines, and acting a few envs at a time,
-        Normal's argument checks and bookkeeping cost more than the network itself.
+        rather than taken from torch.distributions.Normal: it is three lines, and it skips Normal's argument
+        checks on every call.
         """
         mean, logstd = self.get_distribution(x)
         if action is None:
@@ -374,7 +397,7 @@ class RewardScaler(nn.Module):
 class Rollout:
     """One rollout in NumPy, one [T, N] array per quantity (obs: [T, N, obs_size], actions: [T, N, action_size];
     obs as the envs returned them: the agent normalizes them itself). The environments speak
-    NumPy and the network torch: a row write here is ~50x cheaper than into a tensor, and the whole rollout is
+    NumPy and the network torch: a row write here is many times cheaper than one into a tensor, and the whole rollout is
     turned into tensors once per update."""
 
     def __init__(self, num_steps: int, num_envs: int, obs_shape: tuple, action_shape: tuple):
@@ -409,11 +432,14 @@ def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarr
             # Some envs ended at this step and were already reset (SAME_STEP): next_obs holds the first
             # observation of their new episode, and info["final_obs"] the one they ended on. A truncated
             # episode was cut by a time limit in a state that is not terminal, and the agent would have
-            # collected more reward: bootstrap from V(final observation) ([TL]).
-            if truncated.any():
-                final_obs = np.stack(info["final_obs"][truncated]).astype(np.float32)
+            # collected more reward: bootstrap from V(final observation) ([TL]). Termination wins: gymnasium's
+            # TimeLimit also sets truncated on the limit step when the episode terminated there, and then the
+            # MDP ended (V = 0) whatever the clock says.
+            bootstrap = truncated & ~terminated
+            if bootstrap.any():
+                final_obs = np.stack(info["final_obs"][bootstrap]).astype(np.float32)
                 with torch.inference_mode():
-                    rollout.final_values[step, truncated] = agent.get_value(
+                    rollout.final_values[step, bootstrap] = agent.get_value(
                         torch.as_tensor(final_obs, device=device)).cpu().numpy()
             stats = info["final_info"]["episode"]
             for i in np.flatnonzero(info["final_info"]["_episode"]):
@@ -461,7 +487,8 @@ def clipped_value_loss(newvalue, oldvalue, returns, vf_clip_coef: float) -> torc
 
     Like L^CLIP, a pessimistic bound: a step that moves V further than eps_v from the V that collected the
     data earns no more credit for it. The paper uses the plain squared error; the reference implementations
-    clip, and the ablations in [37] find it neither helps nor hurts much, so `--no-clip-vloss` turns it off.
+    (openai/baselines, CleanRL) clip. [37] ran no ablation of it; it cites Engstrom et al. 2020 (arXiv:2005.12729)
+    and Andrychowicz et al. 2021 (arXiv:2006.05990), who found that it can hurt. `--no-clip-vloss` turns it off.
     """
     clipped = oldvalue + torch.clamp(newvalue - oldvalue, -vf_clip_coef, vf_clip_coef)
     return 0.5 * torch.max((newvalue - returns) ** 2, (clipped - returns) ** 2).mean()
@@ -496,16 +523,22 @@ def adapt_kl_beta(beta: float, d: float, kl_target: float) -> float:
     return beta
 
 
+def annealed(iteration: int, schedule: dict) -> float:
+    """alpha_i, the annealing fraction of update i (Table 5's alpha): linear from schedule["start"] at update
+    schedule["from_iteration"] down to 0 after update schedule["num_iterations"]. A new run's schedule is
+    {start 1, from_iteration 1, num_iterations}, so alpha_i = 1 - (i - 1) / num_iterations."""
+    remaining = schedule["num_iterations"] - schedule["from_iteration"] + 1
+    return schedule["start"] * (1.0 - (iteration - schedule["from_iteration"]) / remaining)
+
 # ---------------------------------------------------------------------------------------------------------
 # Checkpoints: written atomically, read with weights_only=True (plain tensors and Python values only)
 # ---------------------------------------------------------------------------------------------------------
 
 
 def save_checkpoint(path: str, args: Args, agent: nn.Module, optimizer: optim.Optimizer, global_step: int,
-                    iteration: int, reward_scaler: RewardScaler, kl_beta: float) -> None:
+                    iteration: int, schedule: dict, reward_scaler: RewardScaler, kl_beta: float) -> None:
     """Write to a temporary file, then rename: a crash mid-write never leaves a half-written checkpoint.
     The agent's state dict holds the observation statistics; the reward statistics and beta are saved beside it."""
-    np_state = np.random.get_state()
     state = {
         "script": SCRIPT,
         "args": dataclasses.asdict(args),
@@ -515,11 +548,8 @@ def save_checkpoint(path: str, args: Args, agent: nn.Module, optimizer: optim.Op
         "kl_beta": kl_beta,
         "global_step": global_step,
         "iteration": iteration,
-        "rng": {
-            "python": random.getstate(),
-            "numpy": (np_state[0], np_state[1].tolist(), *np_state[2:]),
-            "torch": torch.get_rng_state(),
-        },
+        "schedule": schedule,
+        "rng": rng_states(next(agent.parameters()).device),
     }
     torch.save(state, path + ".tmp")
     os.replace(path + ".tmp", path)
@@ -537,10 +567,53 @@ def load_checkpoint(path: str) -> dict:
         fail(f"{path} is not a checkpoint of this library")
     if ckpt["script"] != SCRIPT:
         fail(f"{path} was written by {ckpt['script']}, not {SCRIPT}")
-    missing = {"optimizer", "reward_scaler", "kl_beta", "global_step", "iteration", "rng"} - ckpt.keys()
+    missing = {"optimizer", "reward_scaler", "kl_beta", "global_step", "iteration", "schedule", "rng"} - ckpt.keys()
     if missing:
         fail(f"{path} is an incomplete checkpoint (no {', '.join(sorted(missing))})")
     return ckpt
+
+
+def resumed_schedule(schedule: dict, iteration: int, num_iterations: int) -> dict:
+    """The annealing schedule of a run resumed after update `iteration`. Same length: it goes on unchanged. A new
+    --total-timesteps: alpha starts from the value the last update had and falls to 0 over the new remainder,
+    so resuming never raises the learning rate (nor an annealed clip range)."""
+    if schedule["num_iterations"] == num_iterations:
+        return schedule
+    return {"start": annealed(iteration, schedule), "from_iteration": iteration + 1, "num_iterations": num_iterations}
+
+
+def rng_states(device: torch.device) -> dict:
+    """Every random generator this process draws from: Python's, NumPy's, torch's CPU one and the GPU's in use."""
+    np_state = np.random.get_state()
+    states = {
+        "python": random.getstate(),
+        "numpy": (np_state[0], np_state[1].tolist(), *np_state[2:]),
+        "torch": torch.get_rng_state(),
+    }
+    if device.type == "cuda":
+        states["cuda"] = torch.cuda.get_rng_state(device)
+    return states
+
+
+def restore_rng(states: dict, device: torch.device) -> None:
+    random.setstate(states["python"])
+    np_state = states["numpy"]
+    np.random.set_state((np_state[0], np.array(np_state[1], dtype=np.uint32), *np_state[2:]))
+    torch.set_rng_state(states["torch"])
+    if device.type == "cuda" and "cuda" in states:
+        torch.cuda.set_rng_state(states["cuda"], device)
+
+
+def check_resume(args: Args, ckpt: dict) -> None:
+    """--resume goes on update by update, so the shape of an update cannot change; and there must be steps left."""
+    for name in ("num_envs", "num_steps"):
+        if getattr(args, name) != ckpt["args"][name]:
+            flag = "the number of torchrun ranks" if name == "world_size" else "--" + name.replace("_", "-")
+            fail(f"{flag} cannot change on --resume ({ckpt['args'][name]} in {args.resume}, {getattr(args, name)} "
+                 "now): the step count, the buffers and the annealing go update by update")
+    if ckpt["global_step"] + args.num_envs * args.num_steps > args.total_timesteps:
+        fail(f"{args.resume} has already trained {ckpt['global_step']} steps; "
+             f"give a larger --total-timesteps to train longer")
 
 
 def restore_agent(agent: nn.Module, ckpt: dict, path: str) -> None:
@@ -630,16 +703,15 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
     # foreach: update all parameter tensors in a few batched operations instead of a Python loop over them.
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, foreach=True)
     global_step, start_iteration = 0, 1
+    schedule = {"start": 1.0, "from_iteration": 1, "num_iterations": args.num_iterations}  # annealing (alpha)
     if ckpt is not None:
         restore_agent(agent, ckpt, args.resume)
         optimizer.load_state_dict(ckpt["optimizer"])
         reward_scaler.load_state_dict(ckpt["reward_scaler"])
         kl_beta = ckpt["kl_beta"]
         global_step, start_iteration = ckpt["global_step"], ckpt["iteration"] + 1
-        random.setstate(ckpt["rng"]["python"])
-        np_state = ckpt["rng"]["numpy"]
-        np.random.set_state((np_state[0], np.array(np_state[1], dtype=np.uint32), *np_state[2:]))
-        torch.set_rng_state(ckpt["rng"]["torch"])
+        schedule = resumed_schedule(ckpt["schedule"], ckpt["iteration"], args.num_iterations)
+        restore_rng(ckpt["rng"], device)
     # The run folder is made only now that the env and the checkpoint have been accepted: a refused run
     # leaves nothing behind.
     os.makedirs(run_dir, exist_ok=True)
@@ -670,9 +742,10 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
     start_time, start_step = time.time(), global_step
 
     for iteration in range(start_iteration, args.num_iterations + 1):
-        # Linear annealing: lr_i = (1 - (i - 1) / num_iterations) * alpha, ending near 0 ([37] detail 4).
+        # Linear annealing ([37] detail 4): lr_i = alpha_i * learning_rate, alpha_i = 1 - (i - 1) / num_iterations
+        # falling from 1 toward 0 (Table 5's alpha; `annealed` also covers a resumed run's schedule).
         if args.anneal_lr:
-            optimizer.param_groups[0]["lr"] = (1.0 - (iteration - 1.0) / args.num_iterations) * args.learning_rate
+            optimizer.param_groups[0]["lr"] = annealed(iteration, schedule) * args.learning_rate
 
         # --- Rollout: run the current policy pi_old for T steps in each of the N envs -----------------------
         next_obs, last_value, episodes = collect_rollout(envs, agent, next_obs, rollout)
@@ -708,11 +781,13 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
             for mb in torch.randperm(args.batch_size, device=device).split(args.minibatch_size):
                 _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb], b_actions[mb])
                 # r_t(theta) = pi(a_t|s_t) / pi_old(a_t|s_t), computed as exp(log pi - log pi_old): a ratio
-                # of two small probabilities is numerically fragile, a difference of logs is not.
+                # of two small probabilities is numerically fragile, a difference of logs is not. b_logprobs is
+                # log pi_old, recorded in the rollout: it stays fixed through all K epochs while pi moves.
                 logratio = newlogprob - b_logprobs[mb]
                 ratio = logratio.exp()
                 with torch.no_grad():
-                    # KL[pi_old || pi] estimators (http://joschu.net/blog/kl-approx.html): diagnostics only.
+                    # KL[pi_old || pi] estimators (http://joschu.net/blog/kl-approx.html), logged; approx_kl
+                    # (k3, unbiased and never negative) also drives the --target-kl early stop.
                     old_approx_kl = (-logratio).mean()
                     approx_kl = ((ratio - 1) - logratio).mean()
                     clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean().item())
@@ -733,6 +808,8 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
                 entropy_loss = entropy.mean()
                 # L^{CLIP+VF+S} = L^CLIP - c1 L^VF + c2 S is maximized (or L^KLPEN in L^CLIP's place);
                 # we minimize its negative                                                          (eq. 9)
+                # With v_loss's 0.5 the value term is c1 * 0.5 * (V - V^targ)^2: c1 = 0.5 weighs the squared
+                # error by 0.25, as CleanRL's defaults do; eq. 9's c1 weighs the squared error by c1 itself.
                 loss = pg_loss + args.vf_coef * v_loss - args.ent_coef * entropy_loss
 
                 optimizer.zero_grad()
@@ -743,7 +820,8 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
                 optimizer.step()
 
             # Early stop: once pi has drifted this far from pi_old, more epochs on the same data would take it
-            # past where the samples say anything (Spinning Up's PPO; CleanRL checks after each epoch).
+            # past where the samples say anything (Spinning Up's PPO checks before every step; this check, like
+            # CleanRL's, comes after each epoch and reads approx_kl of that epoch's last minibatch only).
             if args.target_kl is not None and approx_kl > args.target_kl:
                 break
 
@@ -768,6 +846,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         explained_var = 1 - np.var(returns - rollout.values) / var_returns if var_returns > 0 else float("nan")
         sps = int((global_step - start_step) / (time.time() - start_time))
         writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
+        # The losses and KL estimates logged are the last minibatch's (clipfrac: the mean over all minibatches).
         writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
         writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
         writer.add_scalar("losses/entropy", entropy_loss.item(), global_step)
@@ -793,7 +872,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
 
         # --- Checkpoint -------------------------------------------------------------------------------------
         if last or stop_requested or (args.checkpoint_every and iteration % args.checkpoint_every == 0):
-            save_checkpoint(checkpoint_path, args, agent, optimizer, global_step, iteration, reward_scaler, kl_beta)
+            save_checkpoint(checkpoint_path, args, agent, optimizer, global_step, iteration, schedule, reward_scaler, kl_beta)
         if stop_requested:
             break
 
@@ -814,10 +893,9 @@ def main() -> None:
     if args.resume or args.play:
         args, ckpt = args_from_checkpoint(args)
     check_args(args)
-    if args.resume and ckpt["global_step"] + args.num_envs * args.num_steps > args.total_timesteps:
-        fail(f"{args.resume} has already trained {ckpt['global_step']} steps; "
-             f"give a larger --total-timesteps to train longer")
-    # Small networks run fastest on one thread: splitting a 64-wide matmul costs more than it saves.
+    if args.resume:
+        check_resume(args, ckpt)
+    # One thread for these small networks: a 64-wide matmul leaves little work to split between threads.
     torch.set_num_threads(1)
     try:
         play(args, ckpt) if args.play else train(args, ckpt)

@@ -86,7 +86,7 @@ DETAILS: list[tuple[str, str, dict[str, str | Absent]]] = [
         "self.critic = nn.Sequential(", cartpole="self.trunk = nn.Sequential(",
         breakout="self.trunk = nn.Sequential(", mario="self.critic_cnn = cnn(")),
     ("Atari", "1. no-op reset", pixels(
-        "class NoopReset", Absent("sampled actions vary the episodes; the seed's Mario has none"))),
+        "class NoopReset", Absent("sampled actions vary the episodes; uvipen's Mario setup has none"))),
     ("Atari", "2. max-and-skip 4 frames", pixels("class MaxAndSkip", "class MaxAndSkip")),
     ("Atari", "3. episodic life", pixels(
         "class EpisodicLife", Absent("an episode is already one life: death terminates it"))),
@@ -113,7 +113,7 @@ DETAILS: list[tuple[str, str, dict[str, str | Absent]]] = [
     ("more", "adaptive KL penalty (paper eq. 8)", {
         script: Absent("taught once, in Pendulum") for script in SCRIPTS} | {PD: "def adapt_kl_beta"}),
     ("more", "truncation bootstrapping", everywhere(
-        "final_values[step, truncated] = agent.get_value(",
+        "final_values[step, bootstrap] = agent.get_value(",
         cartpole="rollout.final_values[step] = agent.get_value(")),
 ]
 

@@ -14,7 +14,8 @@ them: NoopReset, MaxAndSkip, EpisodicLife, FireReset, GrayscaleResize, ClipRewar
 against gymnasium's own equivalent (tests/test_atari_wrappers.py), and where one deliberately differs, its
 docstring and its test say how and why. Then Super Mario Bros (ppo_mario_cnn.py, tests/test_mario.py):
 ToGymnasium, which gives the script a gymnasium env whichever API the installed gym-super-mario-bros speaks,
-and MarioReward, the seed tutorial's reward shaping; Mario reuses MaxAndSkip, GrayscaleResize and FrameStack.
+and MarioReward, the reward shaping of uvipen/Super-mario-bros-PPO-pytorch (src/env.py, CustomReward); Mario
+reuses MaxAndSkip, GrayscaleResize and FrameStack.
 """
 
 import collections
@@ -46,8 +47,8 @@ class NoopReset(gym.Wrapper):
 
 class MaxAndSkip(gym.Wrapper):
     """Repeat each action for `skip` frames and sum their rewards; return the pixel-wise max of the last two
-    frames. The agent decides 4x less often (the game barely changes in one frame), and the max removes
-    the flicker of Atari sprites that are drawn only every other frame.
+    frames. The agent decides `skip` times less often, and an object that the game draws on only one of the
+    last two frames (a flickering sprite) still shows in the observation.
 
     Differs from gymnasium's MaxAndSkipObservation only when the episode ends before the last frame of a
     skip: that one maxes two buffers still holding frames of an earlier step, this one the last two frames
@@ -102,9 +103,9 @@ class EpisodicLife(gym.Wrapper):
 
 
 class FireReset(gym.Wrapper):
-    """Press FIRE on every reset, in games that wait for it (Breakout: it launches the ball). Without it, a
-    young policy can sit still for the whole 108k-frame time limit, learning nothing. With EpisodicLife
-    below, that includes the reset after each lost life."""
+    """Press FIRE on every reset, in games that wait for it (Breakout: it launches the ball), so that no
+    episode starts with the game waiting for the policy to press it. With EpisodicLife below, that includes
+    the reset after each lost life."""
 
     def __init__(self, env: gym.Env):
         super().__init__(env)
@@ -119,8 +120,9 @@ class FireReset(gym.Wrapper):
 
 
 class GrayscaleResize(gym.ObservationWrapper):
-    """RGB frame -> grayscale -> size x size (84 x 84), uint8: 7.5x fewer numbers per frame, color carrying
-    little the policy needs. OpenCV's RGB-to-gray weights (0.299, 0.587, 0.114) give exactly the ALE's own
+    """RGB frame -> grayscale -> size x size (84 x 84), uint8, as DQN preprocessed Atari frames: 84 x 84 =
+    7,056 numbers per frame, 14x fewer than an Atari screen (210 x 160 x 3), 26x fewer than the NES's
+    (240 x 256 x 3). OpenCV's RGB-to-gray weights (0.299, 0.587, 0.114) give exactly the ALE's own
     grayscale screen, the one gymnasium's AtariPreprocessing reads; INTER_AREA averages the pixels each output
     pixel covers, as AtariPreprocessing resizes."""
 
@@ -144,9 +146,9 @@ class ClipReward(gym.RewardWrapper):
 
 
 class FrameStack(gym.Wrapper):
-    """Observation = the last k frames, stacked on a new first axis ([k, 84, 84], uint8): one frame does not
-    show which way the ball moves, four do. After a reset, the first frame fills all k slots (as gymnasium's
-    FrameStackObservation pads by default)."""
+    """Observation = the last k frames, stacked on a new first axis ([k, 84, 84], uint8): one frame shows
+    where things are but not which way they move, a stack of frames does. After a reset, the first frame fills
+    all k slots (as gymnasium's FrameStackObservation pads by default)."""
 
     def __init__(self, env: gym.Env, k: int = 4):
         super().__init__(env)
@@ -174,7 +176,15 @@ class ToGymnasium(gym.Env):
     An old env's `done` becomes terminated, or truncated where gym's TimeLimit said so in
     info["TimeLimit.truncated"]. Observations are copied: nes-py returns a view of the emulator's screen, which
     the next frame overwrites (MaxAndSkip keeps two frames). render() returns the last screen (rgb_array, for
-    RecordVideo), so both APIs record the same way."""
+    RecordVideo), so both APIs record the same way.
+
+    The reward is 7.x's on either release: x moved since the last frame (0 for a jump of more than 5 pixels, as
+    at a death), plus the clock's tick (-1 when it ticks) and -25 on dying, the sum clipped to [-15, 15]. 9.x's
+    own reward pays x only past the furthest x of the episode so far, and adds points / 100, 5 a coin, +-5 a
+    power-up won or lost and 50 at the flag (info["reward_components"] holds its terms): MarioReward above pays
+    points and the flag itself, so those would count twice, and the coins and power-ups would be new to the
+    lesson. From 9.x's info, the time and death terms are 7.x's as they are, and x moved is read off
+    info["x_pos"]."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 60}  # the NES draws 60 frames a second
 
@@ -194,6 +204,7 @@ class ToGymnasium(gym.Env):
         else:
             obs, info = self.env.reset(seed=seed, options=options)
         self.screen = np.array(obs)  # a copy
+        self.x = info.get("x_pos", 0)
         return self.screen, dict(info)
 
     def step(self, action):
@@ -203,6 +214,10 @@ class ToGymnasium(gym.Env):
             terminated = bool(done) and not truncated
         else:
             obs, reward, terminated, truncated, info = self.env.step(action)
+            if "reward_components" in info:  # gym-super-mario-bros 9.x: its reward, back to 7.x's terms
+                dx, self.x, terms = info["x_pos"] - self.x, info["x_pos"], info["reward_components"]
+                reward = (dx if -5 <= dx <= 5 else 0) + terms["time"] + terms["death"]
+                reward = min(max(reward, -15), 15)  # SuperMarioBrosEnv.reward_range, as nes-py clips
         self.screen = np.array(obs)  # a copy
         return self.screen, float(reward), bool(terminated), bool(truncated), dict(info)
 
@@ -214,11 +229,13 @@ class ToGymnasium(gym.Env):
 
 
 class MarioReward(gym.Wrapper):
-    """The seed tutorial's reward shaping for Super Mario Bros, on the env's own reward r (x progress, clock and
-    death penalties): r + (score gained) / 40, then +50 when the episode ends with the flag reached and -50 when
-    it ends otherwise (Mario died), all divided by 10. Points (coins, enemies, blocks) pay a little, the goal
-    pays most, and the division keeps returns in a range where one learning rate suits the value function.
-    (gym-super-mario-bros 9.x puts points, coins and power-ups into r itself: there, points pay a little more.)
+    """The reward shaping of uvipen/Super-mario-bros-PPO-pytorch (src/env.py, CustomReward) for Super Mario
+    Bros, on the env's own reward r (x progress, clock and death penalties): r + (score gained) / 40, then +50
+    when the episode ends with the flag reached and -50 when it ends otherwise (Mario died), all divided by 10.
+    Points (coins, enemies, blocks) pay a little, the goal pays most, and the division by 10 scales the
+    returns the value function has to fit down by as much.
+    (ToGymnasium below gives r as gym-super-mario-bros 7.x defines it on 9.x too, whose own reward pays points
+    and the flag itself.)
 
     Reads info["score"] and info["flag_get"] of each step; put it above MaxAndSkip, where a step's score
     difference covers its 4 frames. A truncated episode (a time limit, not a death) gets neither +50 nor -50."""

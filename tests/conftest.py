@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 import gymnasium as gym
 import numpy as np
@@ -35,7 +36,10 @@ if str(ROOT) not in sys.path:
 class CountingEnv(gym.Env):
     """Observation [k, 0, 0]: k counts the steps taken in the current episode (0 after reset). Reward 1 per
     step, whatever the action. An env first reset with an even seed TERMINATES after 3 steps; one reset with
-    an odd seed is TRUNCATED after 2 (as a time limit would). In the vector env, env i is seeded seed + i."""
+    an odd seed is TRUNCATED after 2 (as a time limit would); one reset with a seed of 1000 or more both
+    TERMINATES and is TRUNCATED after 2 steps, as gymnasium's TimeLimit reports an episode that terminates on
+    its limit step. In the vector env, env i is seeded seed + i. Each step's info carries x_pos = k and
+    flag_get = False, the keys the Mario script reads at an episode's end."""
 
     observation_space = gym.spaces.Box(-np.inf, np.inf, (3,), np.float32)
     action_space = gym.spaces.Discrete(2)
@@ -46,21 +50,25 @@ class CountingEnv(gym.Env):
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
         if seed is not None:
-            self.terminates = seed % 2 == 0
+            self.both = seed >= 1000
+            self.terminates = seed % 2 == 0 and not self.both
         self.k = 0
         return self._obs(), {}
 
     def step(self, action):
         self.k += 1
-        terminated = self.terminates and self.k == 3
+        terminated = (self.terminates and self.k == 3) or (self.both and self.k == 2)
         truncated = not self.terminates and self.k == 2
-        return self._obs(), 1.0, terminated, truncated, {}
+        return self._obs(), 1.0, terminated, truncated, {"x_pos": self.k, "flag_get": False}
 
     def _obs(self):
         return np.array([self.k, 0.0, 0.0], dtype=np.float32)
 
 
-gym.register("CountingTest-v0", entry_point=CountingEnv)  # for gym.make, and so for the scripts' make_env
+# For gym.make, and so for the scripts' make_env. An async vector env's workers start from a forkserver, not as
+# forks of the test process, so they never ran this line: give them "conftest:CountingTest-v0", which gym.make
+# reads as "import conftest (registering the id), then make CountingTest-v0".
+gym.register("CountingTest-v0", entry_point=CountingEnv)
 
 
 class StubAgent(nn.Module):
@@ -89,14 +97,17 @@ def run_script(script: str, *args: str, cwd: Path, timeout: float = 300) -> subp
     )
 
 
-def ctrl_c_saves_a_checkpoint(script: str, *args: str, cwd: Path, steps_per_update: int, total_timesteps: int):
+def ctrl_c_saves_a_checkpoint(script: str, *args: str, cwd: Path, steps_per_update: int, total_timesteps: int,
+                              message: str = "Ctrl-C: saving a checkpoint after this update", ranks: int = 0):
     """Start `python <script> <args>` in a session of its own, wait until its progress bar (stderr) shows a
     finished update (the training loop runs and its Ctrl-C handler is set), then press Ctrl-C the way a
     terminal does: SIGINT to the whole process group, env worker processes included. Check the script
     finished its update, saved a checkpoint, said where, and exited 130 without a traceback; return the
-    checkpoint."""
+    checkpoint. ranks > 0: the same under torchrun with that many CPU ranks (torchrun forwards the Ctrl-C to its
+    workers, which also get it from the terminal, and kills them 30 s later)."""
+    launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(ranks)] if ranks else []
     process = subprocess.Popen(
-        [sys.executable, str(ROOT / script), *args],
+        [sys.executable, *launcher, str(ROOT / script), *args],
         cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
     )
     progress, deadline = b"", time.time() + 120
@@ -106,9 +117,10 @@ def ctrl_c_saves_a_checkpoint(script: str, *args: str, cwd: Path, steps_per_upda
     os.killpg(process.pid, signal.SIGINT)
     stdout, stderr = process.communicate(timeout=60)
     stdout, stderr = stdout.decode(), (progress + stderr).decode()
-    assert process.returncode == 130, stderr
-    assert "Traceback" not in stderr, stderr
-    assert "Ctrl-C: saving a checkpoint after this update" in stdout
+    if not ranks:
+        assert process.returncode == 130, stderr
+        assert "Traceback" not in stderr, stderr
+    assert message in stdout, stdout + stderr
     (run_dir,) = run_dirs(cwd)
     ckpt = torch.load(run_dir / "checkpoint.pt", weights_only=True)
     assert 0 < ckpt["global_step"] < total_timesteps and ckpt["global_step"] % steps_per_update == 0
@@ -122,7 +134,16 @@ import torch
 sys.path.insert(0, {root!r})
 import {module} as ppo
 
-agents = []
+agents, restored = [], []
+_restore_rng = getattr(ppo, "restore_rng", None)
+
+
+def recording_restore_rng(states, device):  # which random states this rank resumed with
+    restored.append(states["torch"].clone())
+    _restore_rng(states, device)
+
+
+ppo.restore_rng = recording_restore_rng
 
 
 class Recorded(ppo.Agent):
@@ -135,19 +156,22 @@ class Recorded(ppo.Agent):
 ppo.Agent = Recorded
 sys.argv = ["{module}.py", *{argv!r}]
 ppo.main()
-torch.save({{"initial": agents[-1].initial, "final": agents[-1].state_dict()}},
+torch.save({{"initial": agents[-1].initial, "final": agents[-1].state_dict(), "restored": restored}},
            f"rank{{os.environ['RANK']}}.pt")
 """
 
 
-def two_torchrun_ranks(module: str, argv: list[str], cwd: Path) -> tuple[dict, dict]:
+def two_torchrun_ranks(module: str, argv: list[str], cwd: Path, stderr: Optional[list] = None) -> tuple[dict, dict]:
     """Train `module`.py under torchrun with 2 CPU ranks and `argv`; return each rank's agent weights as
-    {"initial": at construction, "final": after training}."""
+    {"initial": at construction, "final": after training} and the torch random states it restored on --resume
+    ("restored"). The run's stderr (rank 0's progress bar) is appended to `stderr` if given."""
     (cwd / "driver.py").write_text(TORCHRUN_DRIVER.format(root=str(ROOT), module=module, argv=argv))
     result = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "driver.py"],
         cwd=cwd, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
+    if stderr is not None:
+        stderr.append(result.stderr)
     return tuple(torch.load(cwd / f"rank{r}.pt", weights_only=True) for r in (0, 1))
 
 

@@ -10,6 +10,7 @@ import ppo_breakout_atari as ppo
 from conftest import (CLEANRL_TAGS, ctrl_c_saves_a_checkpoint, expect_unreadable_checkpoints_refused,
                       expect_usage_error, run_dirs, run_script, scalars, two_torchrun_ranks)
 
+STOP_MESSAGE = "Ctrl-C: stopping at the next step and saving the last complete update"
 SCRIPT = "ppo_breakout_atari.py"
 # A tiny configuration: 2 envs x 128 steps = 256 samples per update, 2 updates, 1 epoch, on the CPU.
 TINY = ["--total-timesteps", "512", "--num-envs", "2", "--num-steps", "128", "--minibatch-size", "128",
@@ -124,12 +125,39 @@ def test_train_resume_play(tmp_path):
     assert result.returncode == 0, result.stderr
     assert run_dirs(tmp_path) == [run_dir]
     assert torch.load(checkpoint, weights_only=True)["global_step"] == 768
+    # A longer run than the checkpoint's: the annealing goes on from the last update's value, never up.
+    logged = scalars(run_dir)
+    assert [round(v, 6) for _, v in logged["charts/clip_coef"]] == [0.1, 0.05, 0.05]
+    assert [round(v, 9) for _, v in logged["charts/learning_rate"]] == [2.5e-4, 1.25e-4, 1.25e-4]
 
     result = run_script(SCRIPT, "--play", str(checkpoint), "--episodes", "1", "--capture-video", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "episode 1/1: return" in result.stdout and "mean return over 1 episodes:" in result.stdout
     videos = list((run_dir / "videos").glob("play-*/*.mp4"))
     assert len(videos) == 1 and videos[0].stat().st_size > 0
+
+
+def test_video_frames_held_stay_bounded_on_a_long_episode(tmp_path, monkeypatch):
+    """RecordVideo holds an episode's frames until it writes them: one frame per agent step (above the frame
+    skip), and at most VIDEO_STEPS of them, however long the episode."""
+    import gymnasium as gym
+
+    monkeypatch.setattr(ppo, "VIDEO_STEPS", 20)
+    env = ppo.make_env(ppo.Args(), str(tmp_path), video_trigger=lambda episode: True)
+    recorder = env
+    while not isinstance(recorder, gym.wrappers.RecordVideo):
+        recorder = recorder.env
+    env.reset(seed=0)
+    rng, held = np.random.default_rng(0), []
+    for _ in range(60):  # 60 agent steps = 240 frames, all in one episode
+        _, _, terminated, truncated, info = env.step(int(rng.integers(env.action_space.n)))
+        held.append(len(recorder.recorded_frames))
+        assert not truncated and "episode" not in info
+        if terminated:  # (Breakout: a lost life; the game goes on)
+            env.reset()
+    env.close()
+    assert [b - a for a, b in zip(held[:5], held[1:5])] == [1, 1, 1, 1]  # one frame per agent step
+    assert max(held) <= 21 and len(list(tmp_path.glob("*.mp4"))) >= 1
 
 
 def test_two_torchrun_ranks_end_an_update_with_identical_parameters(tmp_path):
@@ -149,7 +177,31 @@ def test_two_torchrun_ranks_end_an_update_with_identical_parameters(tmp_path):
 def test_ctrl_c_saves_a_checkpoint_and_exits(tmp_path):
     ctrl_c_saves_a_checkpoint(SCRIPT, "--num-envs", "2", "--num-steps", "64", "--minibatch-size", "64",
                               "--no-cuda", "--checkpoint-every", "0", "--eval-every", "0", cwd=tmp_path,
-                              steps_per_update=2 * 64, total_timesteps=2_500_000)
+                              steps_per_update=2 * 64, total_timesteps=2_500_000, message=STOP_MESSAGE)
+
+
+def test_ctrl_c_under_torchrun_saves_every_ranks_state_in_time(tmp_path):
+    # torchrun kills its workers 30 s after forwarding Ctrl-C: they stop at the next step they agree on and
+    # rank 0 saves the last complete update, with both ranks' random generators.
+    ckpt = ctrl_c_saves_a_checkpoint(SCRIPT, "--num-envs", "2", "--num-steps", "64", "--minibatch-size", "64",
+                                     "--no-cuda", "--checkpoint-every", "0", "--eval-every", "0",
+                                     "--vectorization-mode", "sync", cwd=tmp_path, steps_per_update=2 * 2 * 64,
+                                     total_timesteps=2_500_000, message=STOP_MESSAGE, ranks=2)
+    assert len(ckpt["rng"]) == 2 and not torch.equal(ckpt["rng"][0]["torch"], ckpt["rng"][1]["torch"])
+
+
+def test_torchrun_resume_gives_each_rank_its_own_random_state(tmp_path):
+    argv = [*TINY, "--eval-every", "0"]
+    bars = []
+    two_torchrun_ranks(ppo.__name__, argv, tmp_path, stderr=bars)
+    total = int(argv[argv.index("--total-timesteps") + 1])
+    assert f"{total}/{total} [" in bars[0]  # the progress bar counts the steps of both ranks
+    (run_dir,) = run_dirs(tmp_path)
+    saved = torch.load(run_dir / "checkpoint.pt", weights_only=True)["rng"]
+    assert len(saved) == 2 and not torch.equal(saved[0]["torch"], saved[1]["torch"])
+    rank0, rank1 = two_torchrun_ranks(ppo.__name__, ["--resume", str(run_dir / "checkpoint.pt"),
+                                                     "--total-timesteps", str(2 * total)], tmp_path)
+    assert torch.equal(rank0["restored"][0], saved[0]["torch"]) and torch.equal(rank1["restored"][0], saved[1]["torch"])
 
 
 @pytest.mark.parametrize(
@@ -162,6 +214,7 @@ def test_ctrl_c_saves_a_checkpoint_and_exits(tmp_path):
         (["--num-envs", "2", "--num-steps", "16", "--minibatch-size", "64"], "larger than the rollout"),
         (["--total-timesteps", "1000"], "less than one rollout of every rank"),
         (["--clip-coef", "0"], "--clip-coef must be positive"),
+        (["--minibatch-size", "1"], "--minibatch-size must be at least 2 with --norm-adv"),
         (["--resume", "missing.pt"], "no checkpoint at missing.pt"),
     ],
 )

@@ -155,6 +155,17 @@ def test_train_resume_play(tmp_path):
     sps_steps = [step for step, _ in scalars(run_dir)["charts/SPS"]]
     # 128 steps apart: the flags it trained with came back from the checkpoint, not the defaults (256).
     assert sps_steps == [128, 256, 384, 512, 640, 768, 896, 1024]
+    # The learning rate never goes back up: 4e-3 annealed over 4 updates, then from the last update's 1e-3 to 0
+    # over the 4 the longer run adds.
+    lrs = [round(v, 9) for _, v in scalars(run_dir)["charts/learning_rate"]]
+    assert lrs == [4e-3, 3e-3, 2e-3, 1e-3, 1e-3, 7.5e-4, 5e-4, 2.5e-4]
+
+    # A resume that changes the shape of an update is refused in one line.
+    result = run_script(SCRIPT, "--resume", str(checkpoint), "--total-timesteps", "4096", "--num-steps", "256",
+                        cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr.strip().splitlines() == [
+        f"{SCRIPT}: error: --num-steps cannot change on --resume (128 in {checkpoint}, 256 now): the step count, "
+        "the buffers and the annealing go update by update"]
 
     result = run_script(SCRIPT, "--play", str(checkpoint), "--episodes", "2", "--capture-video", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -199,6 +210,7 @@ def test_ctrl_c_saves_a_checkpoint_and_exits(tmp_path):
         (["--num-steps", "128", "--minibatch-size", "512"], "larger than the rollout"),
         (["--num-steps", "128", "--minibatch-size", "48"], "must be a multiple of --minibatch-size"),
         (["--total-timesteps", "100", "--num-steps", "128", "--minibatch-size", "64"], "less than one rollout"),
+        (["--minibatch-size", "1"], "--minibatch-size must be at least 2 with --norm-adv"),
         (["--gamma", "1.5"], "--gamma must be in [0, 1]"),
         (["--learning-rate", "0"], "--learning-rate must be positive"),
         (["--play", "missing.pt"], "no checkpoint at missing.pt"),

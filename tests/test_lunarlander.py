@@ -24,7 +24,8 @@ TINY = ["--total-timesteps", "512", "--num-envs", "4", "--num-steps", "64", "--m
 # ---------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_autoreset_and_truncation_through_rollout_and_gae(mode):
-    args = ppo.Args(env_id="CountingTest-v0", num_envs=2, num_steps=5, seed=0, vectorization_mode=mode)
+    # "conftest:": the async workers import conftest to find the id (they are not forks of this process).
+    args = ppo.Args(env_id="conftest:CountingTest-v0", num_envs=2, num_steps=5, seed=0, vectorization_mode=mode)
     envs = ppo.make_envs(args)
     next_obs, _ = envs.reset(seed=args.seed)  # env 0: seed 0, terminates after 3 steps; env 1: truncated after 2
     rollout = ppo.Rollout(args.num_steps, args.num_envs, (3,))
@@ -216,6 +217,7 @@ def test_ctrl_c_saves_a_checkpoint_and_exits(mode, tmp_path):
         (["--target-kl", "0"], "--target-kl must be positive"),
         (["--eval-every", "-1"], "--eval-every must not be negative"),
         (["--eval-episodes", "0"], "--eval-episodes must be positive"),
+        (["--minibatch-size", "1"], "--minibatch-size must be at least 2 with --norm-adv"),
         (["--resume", "missing.pt"], "no checkpoint at missing.pt"),
     ],
 )
