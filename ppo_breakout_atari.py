@@ -103,8 +103,11 @@ class Args:
     checkpoint_every: int = 10
     """save runs/<run>/checkpoint.pt every this many updates, and always at the end (0: only at the end)"""
     resume: Optional[str] = None
-    """continue the run saved in this checkpoint (weights, optimizer, RNG states, step count); flags not given
-    on the command line take the checkpoint's values, so `--total-timesteps` can be raised to train longer"""
+    """continue the run saved in this checkpoint. Kept: the weights, optimizer, every rank's RNG states, step
+    count and annealing. Started afresh: the games (an emulator's state is not saved), so a resumed run is not
+    the very run that never stopped. Flags not given take the checkpoint's values; a larger --total-timesteps
+    trains longer, the annealed learning rate and clip range then falling from their last values to 0 over the
+    added updates, never up. --num-envs, --num-steps and the number of torchrun ranks cannot change"""
     play: Optional[str] = None
     """do not train: play the policy saved in this checkpoint for --episodes games, print the scores"""
     episodes: int = 10
@@ -745,7 +748,8 @@ def args_from_checkpoint(args: Args) -> tuple[Args, dict]:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def evaluate(args: Args, agent: Agent, episodes: int, video_folder: Optional[str] = None, verbose: bool = False):
+def evaluate(args: Args, agent: Agent, episodes: int, video_folder: Optional[str] = None, verbose: bool = False,
+             should_stop=lambda: False):
     """Play `episodes` whole games (all lives) with actions sampled from pi, on an env of its own, game i
     seeded with seed + i. Returns the game scores and lengths (in frames).
 
@@ -762,7 +766,7 @@ def evaluate(args: Args, agent: Agent, episodes: int, video_folder: Optional[str
         returns, lengths = [], []
         for episode in range(episodes):
             obs, _ = env.reset(seed=args.seed + episode)
-            while True:
+            while not should_stop():  # (a Ctrl-C during training's evaluation: the episodes are given up)
                 with torch.inference_mode():
                     action, _, _, _ = agent.get_action_and_value(torch.as_tensor(obs[None], device=device))
                 obs, _, terminated, truncated, info = env.step(action.item())
@@ -770,6 +774,8 @@ def evaluate(args: Args, agent: Agent, episodes: int, video_folder: Optional[str
                     break
                 if terminated or truncated:  # a life lost: the same game goes on
                     obs, _ = env.reset()
+            else:
+                break
             returns.append(float(info["episode"]["r"]))
             lengths.append(int(info["episode"]["l"]))
             if verbose:
@@ -946,7 +952,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         )
 
         # --- Update: K epochs of minibatch gradient steps on L^{CLIP+VF+S} ----------------------------------
-        clipfracs = []
+        clipfracs, vf_clipfracs = [], []
         for epoch in range(args.update_epochs):
             for mb in torch.randperm(args.batch_size, device=device).split(args.minibatch_size):
                 if stopper.check():  # Ctrl-C
@@ -971,6 +977,8 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
                 pg_loss = clipped_surrogate_loss(ratio, mb_advantages, clip_coef)
                 if args.clip_vloss:
                     v_loss = clipped_value_loss(newvalue, b_values[mb], b_returns[mb], args.vf_clip_coef)
+                    # the share of samples whose V moved past the clip range: where the clip can act
+                    vf_clipfracs.append(((newvalue - b_values[mb]).abs() > args.vf_clip_coef).float().mean().item())
                 else:  # L^VF = (V(s_t) - V^targ_t)^2, halved so its gradient is the plain error       (eq. 9)
                     v_loss = 0.5 * ((newvalue - b_returns[mb]) ** 2).mean()
                 entropy_loss = entropy.mean()
@@ -1012,6 +1020,8 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
         writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
         writer.add_scalar("losses/clipfrac", np.mean(clipfracs), global_step)
+        if vf_clipfracs:
+            writer.add_scalar("losses/vf_clipfrac", np.mean(vf_clipfracs), global_step)
         writer.add_scalar("losses/explained_variance", explained_var, global_step)
         writer.add_scalar("losses/update_epochs", epoch + 1, global_step)
         writer.add_scalar("charts/SPS", sps, global_step)
@@ -1023,11 +1033,13 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         last = iteration == args.num_iterations
         if rank == 0 and args.eval_every and (last or iteration % args.eval_every == 0):
             video_folder = os.path.join(run_dir, "videos", f"eval-{global_step}") if args.capture_video else None
-            eval_returns, eval_lengths = evaluate(args, agent, args.eval_episodes, video_folder)
-            writer.add_scalar("eval/mean_return", np.mean(eval_returns), global_step)
-            writer.add_scalar("eval/mean_length", np.mean(eval_lengths), global_step)
-            tqdm.tqdm.write(f"step {global_step}: mean score over {args.eval_episodes} games "
-                            f"{np.mean(eval_returns):.1f}")
+            eval_returns, eval_lengths = evaluate(args, agent, args.eval_episodes, video_folder,
+                                                  should_stop=lambda: stopper.requested)
+            if not stopper.requested:  # (a Ctrl-C cut the evaluation short: nothing to log)
+                writer.add_scalar("eval/mean_return", np.mean(eval_returns), global_step)
+                writer.add_scalar("eval/mean_length", np.mean(eval_lengths), global_step)
+                tqdm.tqdm.write(f"step {global_step}: mean score over {args.eval_episodes} games "
+                                f"{np.mean(eval_returns):.1f}")
 
         # --- Checkpoint -------------------------------------------------------------------------------------
         stopper.snapshot = checkpoint_state(args, agent, optimizer, global_step, iteration, schedule)  # (every rank)

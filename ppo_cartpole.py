@@ -73,8 +73,11 @@ class Args:
     checkpoint_every: int = 10
     """save runs/<run>/checkpoint.pt every this many updates, and always at the end (0: only at the end)"""
     resume: Optional[str] = None
-    """continue the run saved in this checkpoint (weights, optimizer, RNG states, step count); flags not given
-    on the command line take the checkpoint's values, so `--total-timesteps` can be raised to train longer"""
+    """continue the run saved in this checkpoint. Kept: the weights, optimizer, RNG states, step count and
+    annealing. Started afresh: the episode (an env's state is not saved), so a resumed run is not the very run
+    that never stopped. Flags not given take the checkpoint's values; a larger --total-timesteps trains longer,
+    the annealed learning rate then falling from its last value to 0 over the added updates, never up.
+    --num-steps cannot change"""
     play: Optional[str] = None
     """do not train: run the greedy policy saved in this checkpoint for --episodes episodes, print the returns"""
     episodes: int = 10

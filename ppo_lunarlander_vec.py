@@ -81,8 +81,11 @@ class Args:
     checkpoint_every: int = 10
     """save runs/<run>/checkpoint.pt every this many updates, and always at the end (0: only at the end)"""
     resume: Optional[str] = None
-    """continue the run saved in this checkpoint (weights, optimizer, RNG states, step count); flags not given
-    on the command line take the checkpoint's values, so `--total-timesteps` can be raised to train longer"""
+    """continue the run saved in this checkpoint. Kept: the weights, optimizer, RNG states, step count and
+    annealing. Started afresh: the episodes (an env's state is not saved), so a resumed run is not the very run
+    that never stopped. Flags not given take the checkpoint's values; a larger --total-timesteps trains longer,
+    the annealed learning rate then falling from its last value to 0 over the added updates, never up.
+    --num-envs and --num-steps cannot change"""
     play: Optional[str] = None
     """do not train: run the greedy policy saved in this checkpoint for --episodes episodes, print the returns"""
     episodes: int = 10
@@ -630,7 +633,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         )
 
         # --- Update: K epochs of minibatch gradient steps on L^{CLIP+VF+S} ----------------------------------
-        clipfracs = []
+        clipfracs, vf_clipfracs = [], []
         for epoch in range(args.update_epochs):
             for mb in torch.randperm(args.batch_size, device=device).split(args.minibatch_size):
                 _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb], b_actions[mb])
@@ -653,6 +656,8 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
                 pg_loss = clipped_surrogate_loss(ratio, mb_advantages, args.clip_coef)
                 if args.clip_vloss:
                     v_loss = clipped_value_loss(newvalue, b_values[mb], b_returns[mb], args.vf_clip_coef)
+                    # the share of samples whose V moved past the clip range: where the clip can act
+                    vf_clipfracs.append(((newvalue - b_values[mb]).abs() > args.vf_clip_coef).float().mean().item())
                 else:  # L^VF = (V(s_t) - V^targ_t)^2, halved so its gradient is the plain error       (eq. 9)
                     v_loss = 0.5 * ((newvalue - b_returns[mb]) ** 2).mean()
                 entropy_loss = entropy.mean()
@@ -687,6 +692,8 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
         writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
         writer.add_scalar("losses/clipfrac", np.mean(clipfracs), global_step)
+        if vf_clipfracs:
+            writer.add_scalar("losses/vf_clipfrac", np.mean(vf_clipfracs), global_step)
         writer.add_scalar("losses/explained_variance", explained_var, global_step)
         writer.add_scalar("losses/update_epochs", epoch + 1, global_step)
         writer.add_scalar("charts/SPS", sps, global_step)

@@ -4,7 +4,9 @@ What this lesson teaches
     The Spinning Up form of PPO, as [GX] trains Mario with it on [UV]'s wrappers and reward: policy and value
     function are two separate networks with two optimizers. The policy takes up to --train-pi-iters gradient steps on
     L^CLIP (eq. 7) plus an entropy bonus, and stops early once the approximate KL[pi_old || pi] passes
-    1.5 x --target-kl; then the value function takes --train-v-iters steps on its squared error. Mario's
+    1.5 x --target-kl; then the value function takes --train-v-iters steps on its squared error. (Spinning Up
+    steps on the whole rollout and measures the KL there, before each step; here each step is a minibatch's,
+    and so is the KL that may stop it: see the comment at the early stop.) Mario's
     frames go through frame skip, grayscale 84 x 84 and a stack of 4, and the reward is shaped: points pay a
     little, the flag pays most, dying costs. Parallel envs and torchrun as in the Breakout lesson.
 
@@ -116,8 +118,11 @@ class Args:
     checkpoint_every: int = 10
     """save runs/<run>/checkpoint.pt every this many updates, and always at the end (0: only at the end)"""
     resume: Optional[str] = None
-    """continue the run saved in this checkpoint (weights, optimizers, RNG states, step count); flags not given
-    on the command line take the checkpoint's values, so `--total-timesteps` can be raised to train longer"""
+    """continue the run saved in this checkpoint. Kept: the weights, both optimizers, every rank's RNG states,
+    step count and annealing. Started afresh: the episodes (an emulator's state is not saved), so a resumed run
+    is not the very run that never stopped. Flags not given take the checkpoint's values; a larger
+    --total-timesteps trains longer, the annealed learning rates then falling from their last values to 0 over
+    the added updates, never up. --num-envs, --num-steps and the number of torchrun ranks cannot change"""
     play: Optional[str] = None
     """do not train: play the policy saved in this checkpoint for --episodes episodes, print how far Mario got"""
     episodes: int = 10
@@ -178,8 +183,9 @@ class Args:
     max_grad_norm: float = 0.5
     """clip the global norm of each network's gradient to this, so one bad minibatch cannot make a huge step"""
     target_kl: Optional[float] = 0.01
-    """stop the policy's steps once the approximate KL[pi_old || pi] of a minibatch passes 1.5 x this
-    (Spinning Up: 0.01); None: always take all --train-pi-iters"""
+    """stop the policy's steps once the approximate KL[pi_old || pi] (k3) of the minibatch about to be stepped on
+    passes 1.5 x this (Spinning Up's rule and default, 0.01, measured there with k1 over the whole rollout);
+    None: always take all --train-pi-iters"""
     hidden_size: int = 512
     """width of the fully connected layer after each CNN's convolutions ([UV]'s and [GX]'s 512)"""
 
@@ -793,7 +799,8 @@ def args_from_checkpoint(args: Args) -> tuple[Args, dict]:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def evaluate(args: Args, agent: Agent, episodes: int, video_folder: Optional[str] = None, verbose: bool = False):
+def evaluate(args: Args, agent: Agent, episodes: int, video_folder: Optional[str] = None, verbose: bool = False,
+             should_stop=lambda: False):
     """Play `episodes` episodes (one life each) with actions sampled from pi, on an env of its own. Returns
     their returns (the env's own reward), lengths (in frames), the x positions reached and whether each reached
     the flag.
@@ -811,12 +818,14 @@ def evaluate(args: Args, agent: Agent, episodes: int, video_folder: Optional[str
         returns, lengths, x_positions, flags = [], [], [], []
         for episode in range(episodes):
             obs, _ = env.reset(seed=args.seed + episode)
-            while True:
+            while not should_stop():  # (a Ctrl-C during training's evaluation: the episodes are given up)
                 with torch.inference_mode():
                     action, _, _ = agent.get_action(torch.as_tensor(obs[None], device=device))
                 obs, _, terminated, truncated, info = env.step(action.item())
                 if terminated or truncated:  # Mario died, or reached the flag
                     break
+            else:
+                break
             returns.append(float(info["episode"]["r"]))
             lengths.append(int(info["episode"]["l"]))
             x_positions.append(int(info["x_pos"]))
@@ -1021,7 +1030,13 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
                 kl = torch.stack([(-logratio).mean(), ((ratio - 1) - logratio).mean()])
                 # Early stop ([SU]): once pi has drifted this far from pi_old, further steps on the same data
                 # would take it past where the samples say anything. Checked before each step, on the mean
-                # over the ranks (they must all stop at the same step).
+                # over the ranks (they must all stop at the same step). Spinning Up's differs: its steps are
+                # whole-rollout steps, and it measures the KL over the whole rollout with k1 = mean(log pi_old -
+                # log pi). Here the steps are minibatch steps, and the KL is measured on the minibatch about to
+                # be stepped on, which this step's forward pass has computed anyway: the whole rollout's would
+                # cost one more forward pass over all N x T samples for each of up to 160 steps. On 256 samples
+                # k1 is noisy and can be negative; k3 = mean((r - 1) - log r) is never negative and has less
+                # variance (http://joschu.net/blog/kl-approx.html).
                 old_approx_kl, approx_kl = all_ranks_mean(kl, args)
                 if args.target_kl is not None and approx_kl > 1.5 * args.target_kl:
                     stop_iter = i
@@ -1074,14 +1089,16 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         last = iteration == args.num_iterations
         if rank == 0 and args.eval_every and (last or iteration % args.eval_every == 0):
             video_folder = os.path.join(run_dir, "videos", f"eval-{global_step}") if args.capture_video else None
-            eval_returns, eval_lengths, eval_x, eval_flags = evaluate(args, agent, args.eval_episodes, video_folder)
-            writer.add_scalar("eval/mean_return", np.mean(eval_returns), global_step)
-            writer.add_scalar("eval/mean_length", np.mean(eval_lengths), global_step)
-            writer.add_scalar("eval/mean_x_pos", np.mean(eval_x), global_step)
-            writer.add_scalar("eval/flag_rate", np.mean(eval_flags), global_step)
-            tqdm.tqdm.write(f"step {global_step}: over {args.eval_episodes} episodes mean return "
-                            f"{np.mean(eval_returns):.1f}, mean x position {np.mean(eval_x):.0f}, "
-                            f"flag reached in {sum(eval_flags)}")
+            eval_returns, eval_lengths, eval_x, eval_flags = evaluate(args, agent, args.eval_episodes, video_folder,
+                                                                      should_stop=lambda: stopper.requested)
+            if not stopper.requested:  # (a Ctrl-C cut the evaluation short: nothing to log)
+                writer.add_scalar("eval/mean_return", np.mean(eval_returns), global_step)
+                writer.add_scalar("eval/mean_length", np.mean(eval_lengths), global_step)
+                writer.add_scalar("eval/mean_x_pos", np.mean(eval_x), global_step)
+                writer.add_scalar("eval/flag_rate", np.mean(eval_flags), global_step)
+                tqdm.tqdm.write(f"step {global_step}: over {args.eval_episodes} episodes mean return "
+                                f"{np.mean(eval_returns):.1f}, mean x position {np.mean(eval_x):.0f}, "
+                                f"flag reached in {sum(eval_flags)}")
 
         # --- Checkpoint -------------------------------------------------------------------------------------
         stopper.snapshot = checkpoint_state(args, agent, optimizers, global_step, iteration, schedule)  # (every rank)

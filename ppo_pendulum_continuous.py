@@ -88,8 +88,12 @@ class Args:
     checkpoint_every: int = 10
     """save runs/<run>/checkpoint.pt every this many updates, and always at the end (0: only at the end)"""
     resume: Optional[str] = None
-    """continue the run saved in this checkpoint (weights, optimizer, RNG states, step count); flags not given
-    on the command line take the checkpoint's values, so `--total-timesteps` can be raised to train longer"""
+    """continue the run saved in this checkpoint. Kept: the weights, optimizer, observation and return
+    statistics, beta, RNG states, step count and annealing. Started afresh: the episodes (an env's state is not
+    saved), and with them the reward scaler's running discounted return of each env; a resumed run is not the
+    very run that never stopped. Flags not given take the checkpoint's values; a larger --total-timesteps trains
+    longer, the annealed learning rate then falling from its last value to 0 over the added updates, never up.
+    --num-envs and --num-steps cannot change"""
     play: Optional[str] = None
     """do not train: run the greedy policy saved in this checkpoint for --episodes episodes, print the returns"""
     episodes: int = 10
@@ -150,10 +154,14 @@ class Args:
     kl_adaptive: bool = True
     """adapt beta to --kl-target after every update (section 4); --no-kl-adaptive keeps beta fixed at
     --kl-beta-init, the paper's fixed-penalty baseline"""
-    clip_vloss: bool = True
-    """clip the value loss too: V may move at most --vf-clip-coef away from the V that collected the data"""
+    clip_vloss: bool = False
+    """clip the value loss too: V may move at most --vf-clip-coef away from the V that collected the data. Off
+    here: with the rewards scaled, V moves far less than 10 per update, and in a default run the clip never
+    acted (losses/vf_clipfrac 0 at every update, README); a range small enough to act is one more
+    hyperparameter, which Engstrom et al. 2020 and Andrychowicz et al. 2021 found may hurt"""
     vf_clip_coef: float = 10.0
-    """the value clip range, in units of (scaled) return"""
+    """the value clip range (--clip-vloss), in units of (scaled) return; losses/vf_clipfrac logs how often
+    V moved past it"""
     ent_coef: float = 0.0
     """c2, weight of the entropy bonus S (eq. 9): rewards keeping pi spread out, so it keeps exploring (0-0.01).
     0 here, as in the reference continuous-action PPO: with a state-independent std the bonus only pushes sigma up"""
@@ -776,7 +784,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
             b_old_logstd = b_old_logstd.clone()  # a view of actor_logstd, which the optimizer changes in place
 
         # --- Update: K epochs of minibatch gradient steps on L^{CLIP+VF+S} or L^{KLPEN+VF+S} ----------------
-        clipfracs = []
+        clipfracs, vf_clipfracs = [], []
         for epoch in range(args.update_epochs):
             for mb in torch.randperm(args.batch_size, device=device).split(args.minibatch_size):
                 _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb], b_actions[mb])
@@ -803,6 +811,8 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
                     pg_loss = kl_penalty_loss(ratio, mb_advantages, kl, kl_beta)
                 if args.clip_vloss:
                     v_loss = clipped_value_loss(newvalue, b_values[mb], b_returns[mb], args.vf_clip_coef)
+                    # the share of samples whose V moved past the clip range: where the clip can act
+                    vf_clipfracs.append(((newvalue - b_values[mb]).abs() > args.vf_clip_coef).float().mean().item())
                 else:  # L^VF = (V(s_t) - V^targ_t)^2, halved so its gradient is the plain error       (eq. 9)
                     v_loss = 0.5 * ((newvalue - b_returns[mb]) ** 2).mean()
                 entropy_loss = entropy.mean()
@@ -853,6 +863,8 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
         writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
         writer.add_scalar("losses/clipfrac", np.mean(clipfracs), global_step)
+        if vf_clipfracs:
+            writer.add_scalar("losses/vf_clipfrac", np.mean(vf_clipfracs), global_step)
         writer.add_scalar("losses/explained_variance", explained_var, global_step)
         writer.add_scalar("losses/update_epochs", epoch + 1, global_step)
         writer.add_scalar("charts/SPS", sps, global_step)
@@ -872,7 +884,8 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
 
         # --- Checkpoint -------------------------------------------------------------------------------------
         if last or stop_requested or (args.checkpoint_every and iteration % args.checkpoint_every == 0):
-            save_checkpoint(checkpoint_path, args, agent, optimizer, global_step, iteration, schedule, reward_scaler, kl_beta)
+            save_checkpoint(checkpoint_path, args, agent, optimizer, global_step, iteration, schedule, reward_scaler,
+                            kl_beta)
         if stop_requested:
             break
 

@@ -97,15 +97,18 @@ def install_fake_nes() -> None:
                         "nes_py": nes_py, "nes_py.wrappers": wrappers})
 
 
+def real_nes() -> bool:
+    try:
+        import gym_super_mario_bros  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def import_script(module: str, fake_nes: bool):
     sys.path.insert(0, str(ROOT))
     if module == "ppo_mario_cnn":
-        if not fake_nes:
-            try:
-                import gym_super_mario_bros  # noqa: F401
-            except ImportError:
-                fake_nes = True
-        if fake_nes:
+        if fake_nes or not real_nes():
             install_fake_nes()
     return importlib.import_module(module)
 
@@ -243,7 +246,8 @@ def main() -> int:
             "mario": ["--total-timesteps", "8192", "--num-steps", "256"],  # 4 updates of 8 envs x 256 steps
         }
         eval_args = ["--eval-every", "2", "--eval-episodes", "1"]
-        mlp_steps = {"ppo_cartpole.py": "4096", "ppo_lunarlander_vec.py": "16384", "ppo_pendulum_continuous.py": "16384"}
+        mlp_steps = {"ppo_cartpole.py": "4096", "ppo_lunarlander_vec.py": "16384",
+                     "ppo_pendulum_continuous.py": "16384"}
         mlp_extra = {name: [] for name in mlp_steps}
     common = [device_flag, "--seed", "1", "--checkpoint-every", "0"]
 
@@ -258,6 +262,9 @@ def main() -> int:
                 continue
             script = module + ".py"
             base = [*cnn_args[name], *common]
+            if name == "mario" and (options.fake_nes or not real_nes()):
+                # (async workers start by importing the script afresh, where the stand-in NES is not)
+                base += ["--vectorization-mode", "sync"]
             # (--quick trains in fp32 only: a CPU without native bf16 emulates it, many times slower)
             for precision in ("fp32",) if options.quick else ("fp32", "bf16"):
                 args = [*base, "--precision", precision, "--eval-every", "0"]

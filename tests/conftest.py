@@ -20,6 +20,8 @@ import torch
 import torch.nn as nn
 
 ROOT = Path(__file__).resolve().parent.parent
+# A new run's annealing schedule (see `annealed` in the scripts), for checkpoints written by hand.
+SCHEDULE = {"start": 1.0, "from_iteration": 1, "num_iterations": 1}
 # The TensorBoard tags every script logs, named as CleanRL names them so runs compare with published ones.
 CLEANRL_TAGS = {
     "charts/episodic_return", "charts/episodic_length", "charts/learning_rate", "charts/SPS",
@@ -69,6 +71,20 @@ class CountingEnv(gym.Env):
 # forks of the test process, so they never ran this line: give them "conftest:CountingTest-v0", which gym.make
 # reads as "import conftest (registering the id), then make CountingTest-v0".
 gym.register("CountingTest-v0", entry_point=CountingEnv)
+
+
+class CountingContinuousEnv(CountingEnv):
+    """CountingEnv with one continuous action in [-1, 1], for ppo_pendulum_continuous.py: the same observations
+    and episode ends; reward 1 - |a| / 2, so what the policy samples matters."""
+
+    action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+    def step(self, action):
+        obs, _, terminated, truncated, info = super().step(action)
+        return obs, 1.0 - 0.5 * abs(float(action[0])), terminated, truncated, info
+
+
+gym.register("CountingContinuousTest-v0", entry_point=CountingContinuousEnv)
 
 
 class StubAgent(nn.Module):

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import ppo_breakout_atari as ppo
-from conftest import (CLEANRL_TAGS, ctrl_c_saves_a_checkpoint, expect_unreadable_checkpoints_refused,
+from conftest import (CLEANRL_TAGS, SCHEDULE, ctrl_c_saves_a_checkpoint, expect_unreadable_checkpoints_refused,
                       expect_usage_error, run_dirs, run_script, scalars, two_torchrun_ranks)
 
 STOP_MESSAGE = "Ctrl-C: stopping at the next step and saving the last complete update"
@@ -114,6 +114,7 @@ def test_train_resume_play(tmp_path):
     logged = scalars(run_dir)
     assert (CLEANRL_TAGS - {"charts/episodic_return", "charts/episodic_length"}) | {"eval/mean_return",
                                                                                    "charts/clip_coef"} <= set(logged)
+    assert all(0 <= v <= 1 for _, v in logged["losses/vf_clipfrac"])  # the value clip's share, as clipfrac
     # Table 5: epsilon annealed with the learning rate, 0.1 x (1 - (i - 1) / 2) for updates i = 1, 2.
     assert [round(v, 6) for _, v in logged["charts/clip_coef"]] == [0.1, 0.05]
     videos = list((run_dir / "videos" / "eval-512").glob("*.mp4"))
@@ -230,7 +231,8 @@ def test_bad_checkpoints(capsys, monkeypatch, tmp_path):
     args = ppo.Args()
     agent = ppo.Agent(ppo.make_env(args), args.hidden_size)
     real = tmp_path / "real.pt"
-    ppo.save_checkpoint(str(real), args, agent, torch.optim.Adam(agent.parameters()), 0, 0)
+    ppo.save_checkpoint(str(real), ppo.checkpoint_state(args, agent, torch.optim.Adam(agent.parameters()), 0, 0,
+                                                        SCHEDULE))
     expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(real), "--env-id", "PongNoFrameskip-v4"],
                        "holds a policy for BreakoutNoFrameskip-v4, not for --env-id PongNoFrameskip-v4")
     expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(real), "--hidden-size", "256"], "does not fit")

@@ -5,7 +5,8 @@ import pytest
 import torch
 
 import ppo_cartpole as ppo
-from conftest import (CLEANRL_TAGS, StubAgent, ctrl_c_saves_a_checkpoint, expect_unreadable_checkpoints_refused,
+from conftest import (CLEANRL_TAGS, SCHEDULE, StubAgent, ctrl_c_saves_a_checkpoint,
+                      expect_unreadable_checkpoints_refused,
                       expect_usage_error, run_dirs, run_script, scalars)
 
 SCRIPT = "ppo_cartpole.py"
@@ -231,14 +232,15 @@ def test_bad_checkpoints(capsys, monkeypatch, tmp_path):
     env = ppo.make_env(args)
     agent = ppo.Agent(env, args.hidden_size)
     real = tmp_path / "real.pt"
-    ppo.save_checkpoint(str(real), args, agent, torch.optim.Adam(agent.parameters()), 0, 0)
+    ppo.save_checkpoint(str(real), args, agent, torch.optim.Adam(agent.parameters()), 0, 0, SCHEDULE)
     expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(real), "--env-id", "Acrobot-v1"],
                        "holds a policy for CartPole-v1, not for --env-id Acrobot-v1")
     expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(real), "--hidden-size", "8"], "does not fit")
     expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(real), "--resume", str(real)],
                        "either --resume or --play")
     # Resuming a run that has already done its --total-timesteps: nothing to do, and it says how to go on.
-    ppo.save_checkpoint(str(real), args, agent, torch.optim.Adam(agent.parameters()), args.total_timesteps, 390)
+    ppo.save_checkpoint(str(real), args, agent, torch.optim.Adam(agent.parameters()), args.total_timesteps, 390,
+                        SCHEDULE)
     expect_usage_error(ppo, capsys, monkeypatch, ["--resume", str(real)], "give a larger --total-timesteps")
     ckpt = torch.load(real, weights_only=True)
     ckpt["script"] = "ppo_lunarlander_vec.py"

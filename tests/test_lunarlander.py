@@ -9,7 +9,8 @@ import torch.nn as nn
 
 import ppo_cartpole
 import ppo_lunarlander_vec as ppo
-from conftest import (CLEANRL_TAGS, StubAgent, ctrl_c_saves_a_checkpoint, expect_unreadable_checkpoints_refused,
+from conftest import (CLEANRL_TAGS, SCHEDULE, StubAgent, ctrl_c_saves_a_checkpoint,
+                      expect_unreadable_checkpoints_refused,
                       expect_usage_error, run_dirs, run_script, scalars)
 
 SCRIPT = "ppo_lunarlander_vec.py"
@@ -145,6 +146,8 @@ def test_train_resume_play(mode, tmp_path):
     assert ckpt["args"]["vectorization_mode"] == mode and ckpt["args"]["env_id"] == "LunarLander-v3"
     logged = scalars(run_dir)
     assert CLEANRL_TAGS | {"eval/mean_return", "eval/mean_length", "losses/update_epochs"} <= set(logged)
+    # How often the value clip could act: a share of the samples, logged beside the policy's clipfrac.
+    assert all(0 <= v <= 1 for _, v in logged["losses/vf_clipfrac"]) and len(logged["losses/vf_clipfrac"]) == 2
     assert [step for step, _ in logged["charts/SPS"]] == [256, 512]
     assert [step for step, _ in logged["eval/mean_return"]] == [256, 512]
     assert not list(run_dir.glob("*.tmp")), "the atomic write left its temporary file behind"
@@ -242,15 +245,16 @@ def test_bad_checkpoints(capsys, monkeypatch, tmp_path):
     cartpole_agent = ppo_cartpole.Agent(ppo_cartpole.make_env(cartpole_args), cartpole_args.hidden_size)
     cartpole = tmp_path / "cartpole.pt"
     ppo_cartpole.save_checkpoint(str(cartpole), cartpole_args, cartpole_agent,
-                                 torch.optim.Adam(cartpole_agent.parameters()), 0, 0)
+                                 torch.optim.Adam(cartpole_agent.parameters()), 0, 0, SCHEDULE)
     expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(cartpole)], "was written by ppo_cartpole.py")
 
     args = ppo.Args()
     agent = ppo.Agent(ppo.make_env(args), args.hidden_size)
     real = tmp_path / "real.pt"
-    ppo.save_checkpoint(str(real), args, agent, torch.optim.Adam(agent.parameters()), 0, 0)
+    ppo.save_checkpoint(str(real), args, agent, torch.optim.Adam(agent.parameters()), 0, 0, SCHEDULE)
     expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(real), "--env-id", "CartPole-v1"],
                        "holds a policy for LunarLander-v3, not for --env-id CartPole-v1")
     expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(real), "--hidden-size", "32"], "does not fit")
-    ppo.save_checkpoint(str(real), args, agent, torch.optim.Adam(agent.parameters()), args.total_timesteps, 488)
+    ppo.save_checkpoint(str(real), args, agent, torch.optim.Adam(agent.parameters()), args.total_timesteps, 488,
+                        SCHEDULE)
     expect_usage_error(ppo, capsys, monkeypatch, ["--resume", str(real)], "give a larger --total-timesteps")

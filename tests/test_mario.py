@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import ppo_mario_cnn as ppo
-from conftest import (CLEANRL_TAGS, ctrl_c_saves_a_checkpoint, expect_unreadable_checkpoints_refused,
+from conftest import (CLEANRL_TAGS, SCHEDULE, ctrl_c_saves_a_checkpoint, expect_unreadable_checkpoints_refused,
                       expect_usage_error, run_dirs, run_script, scalars, two_torchrun_ranks)
 
 STOP_MESSAGE = "Ctrl-C: stopping at the next step and saving the last complete update"
@@ -170,6 +170,90 @@ def test_to_gymnasium_around_this_pythons_mario_passes_gymnasiums_checker():
     env = ppo.make_env(ppo.Args()).unwrapped  # ToGymnasium(JoypadSpace(SuperMarioBrosEnv))
     assert isinstance(env, ppo.ToGymnasium) and env.old_api == (sys.version_info < (3, 13))
     check_env(env, skip_render_check=True)
+    env.close()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The real gym-super-mario-bros of this Python, raw and through ToGymnasium: 7.4.0 (nes-py 8.2.1, the old gym
+# API) below Python 3.13, 9.x (nes-py 9.x, gymnasium's API) from 3.13, as requirements.txt installs them.
+# ---------------------------------------------------------------------------------------------------------
+OLD_RELEASE = sys.version_info < (3, 13)
+# 7.x's info, all of it; 9.x's holds these and more.
+INFO_KEYS = {"coins", "flag_get", "life", "score", "stage", "status", "time", "world", "x_pos", "y_pos"}
+
+
+def play_world_1_1(env, policy):
+    """Play one episode of `env` (old API or gymnasium's) with policy(t) -> action; return the first
+    observation, the reset's info (None from an old-API env: its reset returns the observation alone) and the
+    steps as (reward, terminated, truncated, info)."""
+    if OLD_RELEASE and not isinstance(env, gym.Env):
+        first, reset_info = env.reset(), None
+    else:
+        first, reset_info = env.reset(seed=0)
+    steps = []
+    while not steps or not (steps[-1][1] or steps[-1][2]):
+        result = env.step(policy(len(steps)))
+        if len(result) == 4:  # the old API: (obs, reward, done, info), with no time limit around the env
+            _, reward, done, info = result
+            assert "TimeLimit.truncated" not in info
+            result = (None, reward, done, False, info)
+        steps.append(result[1:])
+    return first, reset_info, steps
+
+
+def test_this_pythons_mario_release_raw():
+    """Run right and jump through World 1-1 on the env itself (JoypadSpace(SuperMarioBrosEnv), no ToGymnasium):
+    Mario takes a coin from the first ? block at step 137 (200 points) and dies at the first goomba on step
+    160, on either release (the same emulator, frame for frame). What differs is the API, the info and the
+    reward."""
+    from importlib.metadata import version
+
+    assert version("gym_super_mario_bros") == "7.4.0" if OLD_RELEASE else version("gym_super_mario_bros")[0] == "9"
+    nes = ppo.gym_super_mario_bros.SuperMarioBrosEnv(target=(1, 1))
+    env = ppo.JoypadSpace(nes, ppo.RIGHT_ONLY)
+    assert isinstance(env, gym.Env) != OLD_RELEASE
+    first, reset_info, steps = play_world_1_1(env, lambda t: 2 if t % 32 < 24 else 1)  # right + A, or right
+    # The screen: RGB, 240 x 256, a view of the emulator's frame buffer (which is why ToGymnasium copies it):
+    # the first frame, the same on both releases, has been overwritten by the last.
+    assert first.shape == (240, 256, 3) and first.dtype == np.uint8 and np.shares_memory(first, nes.screen)
+    assert int(first.sum()) != 28_492_876 and np.array_equal(first, nes.screen)
+    env.reset()
+    assert int(nes.screen.sum()) == 28_492_876
+    # The episode: one life, ended by the goomba (terminated); never truncated, neither has a time limit (the
+    # game's clock running out kills Mario, which terminates the episode too).
+    rewards = [reward for reward, *_ in steps]
+    assert len(steps) == 160 and steps[-1][1] and not any(truncated for _, _, truncated, _ in steps)
+    coin, death = steps[137][3], steps[-1][3]
+    assert (coin["score"], coin["coins"], death["x_pos"], death["flag_get"]) == (200, 1, 296, False)
+    if OLD_RELEASE:
+        assert reset_info is None and all(set(info) == INFO_KEYS for *_, info in steps)
+        # The reward: x moved (1 pixel at the coin's step), the clock's ticks, -25 for dying, clipped to 15.
+        assert (rewards[137], rewards[-1], sum(rewards)) == (1, -15, 231)
+    else:
+        extra = {"reward_components", "x_pos_max", "powerup_level", "is_dying", "timeout"}
+        assert INFO_KEYS | extra <= set(reset_info) == set(coin) == set(death)
+        assert not any(info["timeout"] for *_, info in steps)
+        # The reward also pays points (/ 100), coins (5 each), power-ups (+-5) and the flag (50), and x only
+        # past the furthest x so far: at the coin's step, 1 + 200 / 100 + 5.
+        assert rewards[137] == 8 and coin["reward_components"] == {
+            "progress": 1, "time": 0, "score": 2, "coins": 5, "powerup": 0, "completion": 0, "death": 0}
+        assert rewards[-1] == -15 and death["reward_total_unclipped"] == -23 and sum(rewards) == 238
+    env.close()
+
+
+def test_to_gymnasium_gives_7x_reward_on_either_release():
+    """Through ToGymnasium, both releases give the same episode, reward for reward: 7.x's reward, which walking
+    left costs (9.x's own progress term pays nothing there, and nothing on the way back until Mario is past
+    his furthest x). Right for 40 steps, left for 24, then right and jump until Mario dies, at x 1138."""
+    env = ppo.ToGymnasium(ppo.JoypadSpace(ppo.gym_super_mario_bros.SuperMarioBrosEnv(target=(1, 1)),
+                                          ppo.SIMPLE_MOVEMENT))
+    _, reset_info, steps = play_world_1_1(env, lambda t: 1 if t < 40 else 6 if t < 64 else 2 if t % 32 < 24 else 1)
+    rewards = [reward for reward, *_ in steps]
+    assert all(type(r) is float for r in rewards)
+    assert len(steps) == 708 and steps[-1][1] and steps[-1][3]["x_pos"] == 1138 and steps[-1][3]["score"] == 0
+    assert rewards[58] == -2.0 and rewards[-1] == -15.0 and sum(rewards) == 1046.0  # step 58: 2 pixels left
+    if not OLD_RELEASE:
+        assert steps[58][3]["reward_components"]["progress"] == 0  # what 9.x itself pays for the step left
     env.close()
 
 
@@ -352,7 +436,8 @@ def test_ctrl_c_under_torchrun_saves_every_ranks_state_in_time(tmp_path):
     # torchrun kills its workers 30 s after forwarding Ctrl-C: they stop at the next step they agree on and
     # rank 0 saves the last complete update, with both ranks' random generators.
     ckpt = ctrl_c_saves_a_checkpoint(SCRIPT, "--num-envs", "2", "--num-steps", "64", "--minibatch-size", "64",
-                                     "--train-pi-iters", "2", "--train-v-iters", "2", "--no-cuda", "--checkpoint-every", "0", "--eval-every", "0",
+                                     "--train-pi-iters", "2", "--train-v-iters", "2", "--no-cuda",
+                                     "--checkpoint-every", "0", "--eval-every", "0",
                                      "--vectorization-mode", "sync", cwd=tmp_path, steps_per_update=2 * 2 * 64,
                                      total_timesteps=5_000_000, message=STOP_MESSAGE, ranks=2)
     assert len(ckpt["rng"]) == 2 and not torch.equal(ckpt["rng"][0]["torch"], ckpt["rng"][1]["torch"])
@@ -402,7 +487,7 @@ def test_bad_checkpoints(capsys, monkeypatch, tmp_path):
     agent = ppo.Agent(ppo.make_env(args), args.hidden_size)
     real = tmp_path / "real.pt"
     optimizers = {"pi": torch.optim.Adam(agent.actor_parameters()), "vf": torch.optim.Adam(agent.critic_parameters())}
-    ppo.save_checkpoint(str(real), args, agent, optimizers, 0, 0)
+    ppo.save_checkpoint(str(real), ppo.checkpoint_state(args, agent, optimizers, 0, 0, SCHEDULE))
     expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(real), "--env-id", "SuperMarioBrosLostLevels-v0"],
                        "holds a policy for SuperMarioBros-v0, not for --env-id SuperMarioBrosLostLevels-v0")
     expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(real), "--action-type", "complex"], "does not fit")

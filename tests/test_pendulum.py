@@ -13,7 +13,7 @@ import torch
 
 import ppo_lunarlander_vec
 import ppo_pendulum_continuous as ppo
-from conftest import (CLEANRL_TAGS, ctrl_c_saves_a_checkpoint, expect_unreadable_checkpoints_refused,
+from conftest import (CLEANRL_TAGS, SCHEDULE, ctrl_c_saves_a_checkpoint, expect_unreadable_checkpoints_refused,
                       expect_usage_error, run_dirs, run_script, scalars)
 
 SCRIPT = "ppo_pendulum_continuous.py"
@@ -332,6 +332,8 @@ def test_train_resume_play(objective, tmp_path):
     expected_tags = CLEANRL_TAGS | {"eval/mean_return", "eval/mean_length", "losses/kl"}
     assert expected_tags | ({"charts/kl_beta"} if objective == "kl" else set()) <= set(logged)
     assert ("charts/kl_beta" in logged) == (objective == "kl")
+    # Value clipping is off by default here (it never acted on scaled returns): nothing to log.
+    assert not ppo.Args().clip_vloss and "losses/vf_clipfrac" not in logged
     assert [step for step, _ in logged["charts/SPS"]] == [256, 512, 768]
     assert not list(run_dir.glob("*.tmp")), "the atomic write left its temporary file behind"
     for step in (256, 512, 768):
@@ -456,19 +458,19 @@ def test_bad_checkpoints(capsys, monkeypatch, tmp_path):
     lander_agent = ppo_lunarlander_vec.Agent(ppo_lunarlander_vec.make_env(lander_args), lander_args.hidden_size)
     lander = tmp_path / "lander.pt"
     ppo_lunarlander_vec.save_checkpoint(str(lander), lander_args, lander_agent,
-                                        torch.optim.Adam(lander_agent.parameters()), 0, 0)
+                                        torch.optim.Adam(lander_agent.parameters()), 0, 0, SCHEDULE)
     expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(lander)], "was written by ppo_lunarlander_vec.py")
 
     args = ppo.Args()
     agent = ppo.Agent(ppo.make_env(args), args.hidden_size)
     real = tmp_path / "real.pt"
     scaler = ppo.RewardScaler(args.num_envs, args.gamma)
-    ppo.save_checkpoint(str(real), args, agent, torch.optim.Adam(agent.parameters()), 0, 0, scaler, 1.0)
+    ppo.save_checkpoint(str(real), args, agent, torch.optim.Adam(agent.parameters()), 0, 0, SCHEDULE, scaler, 1.0)
     expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(real), "--env-id", "MountainCarContinuous-v0"],
                        "holds a policy for Pendulum-v1, not for --env-id MountainCarContinuous-v0")
     expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(real), "--hidden-size", "32"], "does not fit")
     ppo.save_checkpoint(str(real), args, agent, torch.optim.Adam(agent.parameters()), args.total_timesteps, 146,
-                        scaler, 1.0)
+                        SCHEDULE, scaler, 1.0)
     expect_usage_error(ppo, capsys, monkeypatch, ["--resume", str(real)], "give a larger --total-timesteps")
 
 
