@@ -100,7 +100,7 @@ DETAILS: list[tuple[str, str, dict[str, str | Absent]]] = [
     ("Atari", "9. pixels scaled to [0, 1]", pixels("/ 255.0", "/ 255.0")),
     ("continuous", "1. Gaussian policy", continuous("mean + logstd.exp() * torch.randn_like(mean)")),
     ("continuous", "2. state-independent log std", continuous("self.actor_logstd = nn.Parameter")),
-    ("continuous", "3. independent action components", continuous("a product of densities is a sum of log-densities")),
+    ("continuous", "3. independent action components", continuous("math.log(2 * math.pi)).sum(-1)")),
     ("continuous", "4. separate policy and value networks", continuous("self.actor_mean = nn.Sequential(")),
     ("continuous", "5. action clipped for the env, stored unclipped", continuous("gym.wrappers.ClipAction(env)")),
     ("continuous", "6. observation normalization", continuous("agent.obs_rms.update(")),

@@ -144,7 +144,7 @@ def test_video_frames_held_stay_bounded_on_a_long_episode(tmp_path, monkeypatch)
     import gymnasium as gym
 
     monkeypatch.setattr(ppo, "VIDEO_STEPS", 20)
-    env = ppo.make_env(ppo.Args(), str(tmp_path), video_trigger=lambda episode: True)
+    env = ppo.make_env(ppo.Args(), str(tmp_path / "videos"), video_trigger=lambda episode: True)
     recorder = env
     while not isinstance(recorder, gym.wrappers.RecordVideo):
         recorder = recorder.env
@@ -158,7 +158,7 @@ def test_video_frames_held_stay_bounded_on_a_long_episode(tmp_path, monkeypatch)
             env.reset()
     env.close()
     assert [b - a for a, b in zip(held[:5], held[1:5])] == [1, 1, 1, 1]  # one frame per agent step
-    assert max(held) <= 21 and len(list(tmp_path.glob("*.mp4"))) >= 1
+    assert max(held) <= 21 and len(list((tmp_path / "videos").glob("*.mp4"))) >= 1
 
 
 def test_two_torchrun_ranks_end_an_update_with_identical_parameters(tmp_path):

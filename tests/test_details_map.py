@@ -77,3 +77,45 @@ def test_locate_finds_the_first_line(script):
     lines = (ROOT / script).read_text().splitlines()
     line = details_map.locate(script, "def compute_gae")
     assert lines[line - 1].startswith("def compute_gae") and "def compute_gae" not in "\n".join(lines[:line - 1])
+
+
+def code_lines(source: str) -> list[str]:
+    """The lines of `source` with comments and docstrings (any string standing alone as a statement) blanked
+    out: what is left is code, string literals inside it included."""
+    import ast
+    import io
+    import tokenize
+
+    lines = source.splitlines()
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            row, col = token.start
+            lines[row - 1] = lines[row - 1][:col]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            for row in range(node.lineno, node.end_lineno + 1):
+                lines[row - 1] = ""
+    return lines
+
+
+def test_every_link_points_at_code_not_at_a_comment_or_docstring():
+    """The first line holding the needle is the one linked: a comment or docstring that mentions it earlier
+    than the code would take the link. Each linked line of the table the scripts give today (README's, once
+    current: test_readme_table_is_current) must hold its identifier in code."""
+    code = {script: code_lines((ROOT / script).read_text()) for script in details_map.SCRIPTS}
+    lines = [line for line in details_map.table().splitlines()[2:]]
+    linked = 0
+    for row in [[cell.strip() for cell in line.strip().strip("|").split(" | ")] for line in lines]:
+        for cell in row[2:]:
+            match = LINK.match(cell)
+            if match:
+                _, file, line, identifier = match.groups()
+                assert identifier in code[file][int(line) - 1], \
+                    f"{row[1]}: {file}#L{line} holds {identifier!r} only in a comment or docstring"
+                linked += 1
+    assert linked >= 60
+
+
+def test_code_lines_blanks_comments_and_docstrings():
+    source = 'def f():\n    """eps=1e-5 here is prose"""\n    x = "eps=1e-5"  # eps=1e-5\n    # eps=1e-5\n'
+    assert [("eps=1e-5" in line) for line in code_lines(source)] == [False, False, True, False]

@@ -387,13 +387,19 @@ def test_play_acts_with_the_saved_statistics(tmp_path):
     torch.save(ckpt, stripped)
     assert abs(played_mean(stripped) - logged_eval) > 1.0
 
-    # In process too: a fresh agent loaded from the checkpoint has bit-identical statistics and actions.
+    # In process too, exactly: a fresh agent (statistics at the identity) restored from the checkpoint replays
+    # the last evaluation to the bit of the logged mean return (float32 in TensorBoard), one thread as training.
     args = ppo.Args()
     agent = ppo.Agent(ppo.make_env(args), args.hidden_size)
-    agent.load_state_dict(torch.load(checkpoint, weights_only=True)["agent"])
-    saved = torch.load(checkpoint, weights_only=True)["agent"]
-    for name in ("obs_rms.mean", "obs_rms.var", "obs_rms.count"):
-        assert torch.equal(agent.state_dict()[name], saved[name])
+    assert torch.equal(agent.obs_rms.var, torch.ones(3, dtype=torch.float64))
+    ppo.restore_agent(agent, torch.load(checkpoint, weights_only=True), str(checkpoint))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        returns, _ = ppo.evaluate(args, agent, 3)
+    finally:
+        torch.set_num_threads(threads)
+    assert np.float32(np.mean(returns)) == np.float32(logged_eval)
 
 
 def test_same_seed_same_run_and_the_objective_matters(tmp_path):

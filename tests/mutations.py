@@ -1,0 +1,231 @@
+"""The mutation check: does the test suite notice when the training loop is broken? Each mutation below is a small,
+meaningful break (a flipped sign, a dropped mask, a deleted restore, min and max swapped, an off-by-one index). It
+is applied to every script that holds the code it changes (every copy at once, so the check that the copies
+read the same cannot be what catches it), in a scratch copy of the repository, never in the working tree; then
+the tests that should catch it run there. A mutation they let through is a survivor: a part of the behaviour
+that can be deleted with every test still passing.
+
+    python -m tests.mutations                 # every mutation; exit status 1 if any survives
+    python -m tests.mutations --list          # the mutations and the tests each one runs
+    python -m tests.mutations NAME [NAME ...] # only these (names as --list prints them)
+    python -m tests.mutations --every-failure # no -x: name every test that fails, so every copy's catch shows
+
+It runs the selected tests once unmutated first (they must pass, or no result means anything), then once per
+mutation with pytest -x. Not part of the CI run (pytest does not collect this file: its name does not start with
+test_): it takes several minutes. README.md ("The mutation check") has its last result.
+"""
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+WHOLE = "tests/test_whole_runs.py::"
+CORE = "tests/test_shared_core.py::"
+RESUME = [WHOLE + "test_a_stopped_and_resumed_run_ends_as_the_run_that_never_stopped"]
+EVALUATION = [WHOLE + "test_evaluating_leaves_training_unchanged"]
+ROLLOUT = [CORE + "test_rollout_episode_ends_by_hand", "tests/test_rollouts.py",
+           "tests/test_cartpole.py::test_rollout_terminal_and_truncated_episodes"]
+
+
+@dataclass
+class Mutation:
+    name: str
+    what: str
+    edits: list[tuple[str, str]]  # (text, replacement): each applied wherever the text occurs in a ppo_*.py
+    tests: list[str]  # pytest node ids (a test function without parameters selects all of them)
+    after: list[str] = field(default_factory=list)  # a `python` command to run in the scratch copy once mutated
+
+
+MUTATIONS = [
+    Mutation("gae-mask-dropped", "GAE: the (1 - done) mask dropped, advantages flow back across episode ends",
+             [("last_gae = delta + gamma * gae_lambda * (1.0 - dones[t]) * last_gae",
+               "last_gae = delta + gamma * gae_lambda * last_gae")], [CORE + "test_gae_by_hand"]),
+    Mutation("gae-bootstrap-off-by-one", "GAE: delta_t bootstraps from V(s_t) (next_values[t - 1]), not V(s_{t+1})",
+             [("delta = rewards[t] + gamma * next_values[t] - values[t]",
+               "delta = rewards[t] + gamma * next_values[t - 1] - values[t]")], [CORE + "test_gae_by_hand"]),
+    Mutation("gae-sign-flipped", "GAE: delta_t = r_t - gamma V(s_{t+1}) - V(s_t) (the bootstrap's sign flipped)",
+             [("delta = rewards[t] + gamma * next_values[t] - values[t]",
+               "delta = rewards[t] - gamma * next_values[t] - values[t]")], [CORE + "test_gae_by_hand"]),
+    Mutation("gae-final-value-ignored", "GAE: V(s_{t+1}) = 0 at every episode end, truncations too",
+             [("np.where(dones == 1, final_values, ", "np.where(dones == 1, 0.0, ")], [CORE + "test_gae_by_hand"]),
+    Mutation("surrogate-min-max-swapped", "L^CLIP: max instead of min (an optimistic bound)",
+             [("return -torch.min(unclipped, clipped).mean()", "return -torch.max(unclipped, clipped).mean()")],
+             [CORE + "test_clipped_surrogate_by_hand"]),
+    Mutation("surrogate-sign-flipped", "L^CLIP: the loss is +L^CLIP (gradient descent on the objective)",
+             [("return -torch.min(unclipped, clipped).mean()", "return torch.min(unclipped, clipped).mean()")],
+             [CORE + "test_clipped_surrogate_by_hand"]),
+    Mutation("value-clip-without-old", "clipped value loss: V_clip = clip(V - V_old) without + V_old (survived "
+             "tests/test_lunarlander.py's old values of 0)",
+             [("clipped = oldvalue + torch.clamp(newvalue - oldvalue", "clipped = torch.clamp(newvalue - oldvalue")],
+             [CORE + "test_clipped_value_loss_by_hand"]),
+    Mutation("value-clip-min-max-swapped", "clipped value loss: min instead of max",
+             [("return 0.5 * torch.max((newvalue - returns) ** 2", "return 0.5 * torch.min((newvalue - returns) ** 2")],
+             [CORE + "test_clipped_value_loss_by_hand"]),
+    Mutation("rollout-truncation-not-done", "rollout: a truncated step is not an episode end (done = terminated)",
+             [("rollout.dones[step] = terminated | truncated", "rollout.dones[step] = terminated"),
+              ("rollout.dones[step] = terminated or truncated", "rollout.dones[step] = terminated")], ROLLOUT),
+    Mutation("rollout-termination-bootstrapped", "rollout: a step both terminated and truncated is bootstrapped",
+             [("bootstrap = truncated & ~terminated", "bootstrap = truncated"),
+              ("if truncated and not terminated:", "if truncated:")], ROLLOUT),
+    Mutation("rollout-truncation-not-bootstrapped", "rollout: V(final obs) never computed, truncations get V = 0",
+             [("bootstrap = truncated & ~terminated", "bootstrap = truncated & False"),
+              ("if truncated and not terminated:", "if False:")], ROLLOUT),
+    Mutation("resume-optimizer-deleted", "resume: the optimizer state not restored (survived the e2e tests)",
+             [('optimizer.load_state_dict(ckpt["optimizer"])', "pass"),
+              ('optimizer.load_state_dict(ckpt["optimizers"][name])', "pass")], RESUME),
+    Mutation("resume-weights-deleted", "resume: the weights not restored (survived the e2e tests but Pendulum's)",
+             [("restore_agent(agent, ckpt, args.resume)", "pass")], RESUME),
+    Mutation("resume-rng-deleted", "resume: the random states not restored (survived the e2e tests)",
+             [('restore_rng(ckpt["rng"], device)', "pass"), ('restore_rng(ckpt["rng"][rank], device)', "pass")],
+             RESUME),
+    Mutation("resume-reward-statistics-deleted", "resume: Pendulum's reward statistics not restored",
+             [('reward_scaler.load_state_dict(ckpt["reward_scaler"])', "pass")], RESUME),
+    Mutation("resume-beta-deleted", "resume: Pendulum's beta not restored (starts again from --kl-beta-init)",
+             [('kl_beta = ckpt["kl_beta"]', "pass")], RESUME),
+    Mutation("ctrl-c-not-saved", "Ctrl-C: the MLP scripts stop without saving the update they finished",
+             [("if last or stop_requested or (args.checkpoint_every", "if last or (args.checkpoint_every")], RESUME),
+    Mutation("stopper-snapshot-not-copied", "Ctrl-C: the pixel scripts' snapshot of the last complete update holds "
+             "the live weights and optimizer state, which the abandoned update goes on changing",
+             [('"agent": copy.deepcopy(agent.state_dict()),', '"agent": agent.state_dict(),'),
+              ('"optimizer": copy.deepcopy(optimizer.state_dict()),', '"optimizer": optimizer.state_dict(),'),
+              ("{name: copy.deepcopy(optimizer.state_dict()) for", "{name: optimizer.state_dict() for")], RESUME),
+    Mutation("beta-never-adapted", "Pendulum: the adapt_kl_beta call deleted from train (survived: the old "
+             "check accepted a ratio of 1)",
+             [("kl_beta = adapt_kl_beta(kl_beta, kl_divergence, args.kl_target)", "pass")],
+             [WHOLE + "test_pendulum_beta_is_halved_and_doubled_by_train_and_restored_on_resume"]),
+    Mutation("evaluation-rng-not-forked", "Breakout, Mario: evaluate samples from (and reseeds) the training "
+             "generator: the fork_rng block deleted (survived: no same-seed run evaluated)",
+             [('with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):', "if True:")],
+             EVALUATION),
+    Mutation("evaluation-samples", "LunarLander, Pendulum (and CartPole's play): evaluate samples from pi instead "
+             "of taking the greedy action, drawing from the training generator",
+             [("agent.get_action_and_value(torch.as_tensor(obs, device=device), greedy=True)",
+               "agent.get_action_and_value(torch.as_tensor(obs, device=device))")], EVALUATION),
+    Mutation("checkpoint-not-atomic", "checkpoints: a plain torch.save to the checkpoint's own name (survived: "
+             "'no .tmp left' holds for it)",
+             [('torch.save(state, path + ".tmp")\n    os.replace(path + ".tmp", path)', "torch.save(state, path)")],
+             ["tests/test_checkpoints.py"]),
+    Mutation("details-map-links-a-comment", "a comment that mentions a detail's needle above its code, and the map "
+             "rewritten (survived: the old test holds by construction)",
+             [("# eps 1e-5 instead of Adam's default 1e-8", "# eps=1e-5 instead of Adam's default 1e-8")],
+             ["tests/test_details_map.py"], after=["-m", "common.details_map", "--write"]),
+    Mutation("annealing-off-by-one", "annealing: alpha_i = 1 - i / N instead of 1 - (i - 1) / N",
+             [('(iteration - schedule["from_iteration"]) / remaining',
+               '(iteration - schedule["from_iteration"] + 1) / remaining')],
+             [CORE + "test_annealing_fresh_and_resumed"]),
+    Mutation("rng-restore-forgets-numpy", "restore_rng does not put NumPy's generator back",
+             [("np.random.set_state((np_state[0], np.array(np_state[1], dtype=np.uint32), *np_state[2:]))", "pass")],
+             [CORE + "test_rng_states_round_trip"]),
+]
+
+
+def scratch_copy() -> Path:
+    """The repository's working tree (tracked files and untracked ones git does not ignore) in a fresh folder."""
+    scratch = Path(tempfile.mkdtemp(prefix="ppo-mutations-"))
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=ROOT,
+                            capture_output=True, text=True, check=True).stdout.split("\0")
+    for name in filter(None, listed):
+        source = ROOT / name
+        if source.is_file():
+            (scratch / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, scratch / name)
+    return scratch
+
+
+def pytest(scratch: Path, tests: list[str], timeout: float, first_failure: bool = True) -> tuple[int, str]:
+    stop = ["-x"] if first_failure else []
+    result = subprocess.run([sys.executable, "-m", "pytest", *stop, "-q", "-p", "no:cacheprovider", *tests],
+                            cwd=scratch, capture_output=True, text=True, timeout=timeout)
+    return result.returncode, result.stdout + result.stderr
+
+
+def apply(scratch: Path, mutation: Mutation) -> tuple[dict[Path, str], list[str]]:
+    """Mutate every script holding the mutation's texts; return the originals of the files it changed and the
+    texts found in no script."""
+    originals, unmatched = {}, []
+    for text, replacement in mutation.edits:
+        found = False
+        for script in sorted(scratch.glob("ppo_*.py")):
+            source = script.read_text()
+            if text in source:
+                found = True
+                originals.setdefault(script, source)
+                mutated = source.replace(text, replacement)
+                compile(mutated, str(script), "exec")  # a mutation must stay valid Python: a SyntaxError is no catch
+                script.write_text(mutated)
+        if not found:
+            unmatched.append(text)
+    return originals, unmatched
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.mutations", description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="run only these mutations")
+    parser.add_argument("--list", action="store_true", help="list the mutations and their tests, run nothing")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds for each pytest run (default 900)")
+    parser.add_argument("--every-failure", action="store_true",
+                        help="run each mutation's tests to the end (no -x) and name every test that failed: shows "
+                             "which copies' tests catch it, not just the first")
+    args = parser.parse_args(argv)
+    unknown = set(args.names) - {m.name for m in MUTATIONS}
+    if unknown:
+        parser.error(f"no mutation named {', '.join(sorted(unknown))} (see --list)")
+    selected = [m for m in MUTATIONS if not args.names or m.name in args.names]
+    if args.list:
+        for m in selected:
+            print(f"{m.name}: {m.what}\n    tests: {' '.join(m.tests)}")
+        return 0
+
+    start = time.time()
+    scratch = scratch_copy()
+    try:
+        tests = list(dict.fromkeys(t for m in selected for t in m.tests))
+        print(f"scratch copy: {scratch}\nunmutated: {len(tests)} test selections ...", flush=True)
+        code, output = pytest(scratch, tests, args.timeout)
+        if code != 0:
+            print(output[-3000:] + "\nthe tests fail unmutated: fix them first, no mutation result would mean anything",
+                  file=sys.stderr)
+            return 2
+        print(f"unmutated: pass ({time.time() - start:.0f} s)", flush=True)
+        survivors, rows = [], []
+        for mutation in selected:
+            began, failed = time.time(), []
+            readme = (scratch / "README.md").read_text()
+            originals, unmatched = apply(scratch, mutation)
+            try:
+                if unmatched:
+                    verdict = f"NOT APPLIED (no script holds {unmatched[0]!r} any more: update tests/mutations.py)"
+                else:
+                    if mutation.after:
+                        subprocess.run([sys.executable, *mutation.after], cwd=scratch, check=True, capture_output=True)
+                    code, output = pytest(scratch, mutation.tests, args.timeout, not args.every_failure)
+                    verdict = {0: "SURVIVED", 1: "caught"}.get(code, f"ERROR (pytest exit {code})")
+                    failed = [line.split()[1] for line in output.splitlines() if line.startswith(("FAILED ", "ERROR "))]
+            finally:
+                for script, source in originals.items():
+                    script.write_text(source)
+                (scratch / "README.md").write_text(readme)
+            if verdict != "caught":
+                survivors.append(mutation.name)
+            copies = ", ".join(p.stem.removeprefix("ppo_") for p in originals)
+            rows.append((mutation.name, copies, verdict, time.time() - began))
+            shown = failed if args.every_failure else failed[:1]
+            by = f", by {', '.join(f.split('::', 1)[-1] for f in shown)}" if verdict == "caught" and failed else ""
+            print(f"{verdict:>8}  {mutation.name} [{copies}] ({time.time() - began:.0f} s{by})", flush=True)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    caught = sum(row[2] == "caught" for row in rows)
+    print(f"\n{caught} of {len(rows)} mutations caught, {len(survivors)} not: {', '.join(survivors) or 'none'}; "
+          f"{time.time() - start:.0f} s in all")
+    return 1 if survivors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
