@@ -201,6 +201,8 @@ def main() -> int:
         print("gpu_check: no CUDA device here (use --device cpu for the CPU run of the same checks)", file=sys.stderr)
         return 2
     cuda = options.device == "cuda"
+    if options.quick:  # (the stand-in NES is quicker here; tests/test_mario.py runs the real one)
+        options.fake_nes = True
     if cuda:
         print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, "
               f"bf16 native: {torch.cuda.is_bf16_supported(including_emulation=False)}")

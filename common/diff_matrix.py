@@ -46,11 +46,15 @@ BEGIN, END = "<!-- diff-matrix:begin -->", "<!-- diff-matrix:end -->"
 AIM = 100
 # (from, to): bound on the changed lines outside copied blocks (measured 2026-11-30 after the CartPole lesson took
 # LunarLander's evaluate / play and batch_size; all still above AIM, README says what the rest of each diff is).
+# Raised on 2026-11-30 (the "correct and honest" fixes): the async workers started by forkserver
+# (make_worker_env), losses/vf_clipfrac, and in the CNN scripts the Ctrl-C Stopper that saves the last complete
+# update under torchrun, every rank's random generators in the checkpoint, the capped video; the restructuring
+# issue is to bring them down.
 NEIGHBOURS = {
-    ("ppo_cartpole.py", "ppo_lunarlander_vec.py"): 283,
-    ("ppo_lunarlander_vec.py", "ppo_pendulum_continuous.py"): 342,
-    ("ppo_cartpole.py", "ppo_breakout_atari.py"): 543,  # +5: the start and end hints print on rank 0 only
-    ("ppo_breakout_atari.py", "ppo_mario_cnn.py"): 510,
+    ("ppo_cartpole.py", "ppo_lunarlander_vec.py"): 322,
+    ("ppo_lunarlander_vec.py", "ppo_pendulum_continuous.py"): 360,
+    ("ppo_cartpole.py", "ppo_breakout_atari.py"): 743,
+    ("ppo_breakout_atari.py", "ppo_mario_cnn.py"): 559,
 }
 
 
