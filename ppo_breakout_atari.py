@@ -427,7 +427,8 @@ def make_envs(args: Args) -> gym.vector.VectorEnv:
 
 
 def make_worker_env(args: Args) -> gym.Env:
-    """make_env, as each env worker runs it (and as make_envs runs it here, once, for the spaces)."""
+    """make_env, as an async worker runs it; in this process, for a SyncVectorEnv's envs and the one that an
+    AsyncVectorEnv makes here to read the spaces off, it is make_env alone."""
     if multiprocessing.parent_process() is not None:
         # An async worker: Ctrl-C reaches the whole process group, but it is the trainer's to handle
         # (it finishes the update, saves and closes us), so the worker ignores it.
