@@ -532,6 +532,7 @@ def adapt_kl_beta(beta: float, d: float, kl_target: float) -> float:
     return beta
 
 
+# Copied from common.resume.annealed
 def annealed(iteration: int, schedule: dict) -> float:
     """alpha_i, the annealing fraction of update i (Table 5's alpha): linear from schedule["start"] at update
     schedule["from_iteration"] down to 0 after update schedule["num_iterations"]. A new run's schedule is
@@ -582,6 +583,7 @@ def load_checkpoint(path: str) -> dict:
     return ckpt
 
 
+# Copied from common.resume.resumed_schedule
 def resumed_schedule(schedule: dict, iteration: int, num_iterations: int) -> dict:
     """The annealing schedule of a run resumed after update `iteration`. Same length: it goes on unchanged. A new
     --total-timesteps: alpha starts from the value the last update had and falls to 0 over the new remainder,
@@ -591,6 +593,7 @@ def resumed_schedule(schedule: dict, iteration: int, num_iterations: int) -> dic
     return {"start": annealed(iteration, schedule), "from_iteration": iteration + 1, "num_iterations": num_iterations}
 
 
+# Copied from common.resume.rng_states
 def rng_states(device: torch.device) -> dict:
     """Every random generator this process draws from: Python's, NumPy's, torch's CPU one and the GPU's in use."""
     np_state = np.random.get_state()
@@ -604,6 +607,7 @@ def rng_states(device: torch.device) -> dict:
     return states
 
 
+# Copied from common.resume.restore_rng
 def restore_rng(states: dict, device: torch.device) -> None:
     random.setstate(states["python"])
     np_state = states["numpy"]

@@ -1,0 +1,47 @@
+"""What a run carries across a --resume besides its weights and optimizer: the annealing schedule (alpha of the
+paper's Table 5) and every random generator the process draws from. Every script carries a checked copy of each
+function below (`# Copied from common.resume.<name>`; `python -m common.check_copies`)."""
+
+import random
+
+import numpy as np
+import torch
+
+
+def annealed(iteration: int, schedule: dict) -> float:
+    """alpha_i, the annealing fraction of update i (Table 5's alpha): linear from schedule["start"] at update
+    schedule["from_iteration"] down to 0 after update schedule["num_iterations"]. A new run's schedule is
+    {start 1, from_iteration 1, num_iterations}, so alpha_i = 1 - (i - 1) / num_iterations."""
+    remaining = schedule["num_iterations"] - schedule["from_iteration"] + 1
+    return schedule["start"] * (1.0 - (iteration - schedule["from_iteration"]) / remaining)
+
+
+def resumed_schedule(schedule: dict, iteration: int, num_iterations: int) -> dict:
+    """The annealing schedule of a run resumed after update `iteration`. Same length: it goes on unchanged. A new
+    --total-timesteps: alpha starts from the value the last update had and falls to 0 over the new remainder,
+    so resuming never raises the learning rate (nor an annealed clip range)."""
+    if schedule["num_iterations"] == num_iterations:
+        return schedule
+    return {"start": annealed(iteration, schedule), "from_iteration": iteration + 1, "num_iterations": num_iterations}
+
+
+def rng_states(device: torch.device) -> dict:
+    """Every random generator this process draws from: Python's, NumPy's, torch's CPU one and the GPU's in use."""
+    np_state = np.random.get_state()
+    states = {
+        "python": random.getstate(),
+        "numpy": (np_state[0], np_state[1].tolist(), *np_state[2:]),
+        "torch": torch.get_rng_state(),
+    }
+    if device.type == "cuda":
+        states["cuda"] = torch.cuda.get_rng_state(device)
+    return states
+
+
+def restore_rng(states: dict, device: torch.device) -> None:
+    random.setstate(states["python"])
+    np_state = states["numpy"]
+    np.random.set_state((np_state[0], np.array(np_state[1], dtype=np.uint32), *np_state[2:]))
+    torch.set_rng_state(states["torch"])
+    if device.type == "cuda" and "cuda" in states:
+        torch.cuda.set_rng_state(states["cuda"], device)
