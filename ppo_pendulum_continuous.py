@@ -6,16 +6,18 @@ What this lesson teaches
     log pi(a|s) is a sum over action dimensions. The two objectives the paper compares, chosen with
     `--objective`: the clipped surrogate L^CLIP (eq. 7), and the KL-penalized surrogate L^KLPEN (eq. 8) whose
     coefficient beta adapts after every update to keep KL[pi_old || pi] near a target (section 4); the KL
-    between two Gaussians is computed exactly. And the normalization continuous-control PPO relies on:
+    between two Gaussians is computed exactly. A third, `--objective none`, is the plain surrogate L^CPI (eq. 6)
+    that both constrain: Table 1's baseline, and the reason they exist (benchmarks/mujoco_grid.py runs the
+    paper's comparison on its MuJoCo tasks, which this script trains on unchanged). And the normalization continuous-control PPO relies on:
     observations standardized by running statistics, rewards divided by the running std of the discounted
     return, both kept in the checkpoint so that a reloaded agent sees its inputs as it was trained on them.
 
 Differs from ppo_lunarlander_vec.py in:
     - Agent: the actor outputs the mean of a Gaussian and owns a state-independent log-std; actions are
       sampled, stored and scored unclipped, and ClipAction clips them to the env's bounds only when stepping
-    - `--objective clip|kl`: L^CLIP, or L^KLPEN with the adaptive beta of section 4 (`--kl-target`,
-      `--kl-beta-init`, `--no-kl-adaptive` for a fixed beta); the exact mean KL d of every update is logged
-      (losses/kl) for both, and beta (charts/kl_beta)
+    - `--objective clip|kl|none`: L^CLIP, or L^KLPEN with the adaptive beta of section 4 (`--kl-target`,
+      `--kl-beta-init`, `--no-kl-adaptive` for a fixed beta), or neither (L^CPI); the exact mean KL d of every
+      update is logged (losses/kl) for all three, and beta (charts/kl_beta)
     - observation normalization (`RunningMeanStd` buffers inside the Agent) and reward scaling (`RewardScaler`),
       both updated between rollouts and saved in the checkpoint; `--no-norm-obs`, `--no-norm-reward`
     - hyperparameters for a swing-up task of 200-step episodes (gamma 0.98, no entropy bonus)
@@ -29,6 +31,11 @@ Usage
     python ppo_pendulum_continuous.py                         # train: 300k steps, about 40 s on 2 CPUs
     python ppo_pendulum_continuous.py --objective kl          # the adaptive KL penalty instead of clipping
     python ppo_pendulum_continuous.py --objective kl --no-kl-adaptive --kl-beta-init 3   # fixed beta
+    python ppo_pendulum_continuous.py --objective none        # neither: the unconstrained surrogate
+    # the paper's MuJoCo settings (Table 3: horizon 2048, Adam 3e-4, 10 epochs, minibatch 64, gamma 0.99,
+    # lambda 0.95), on any of its 7 tasks (v5 here; the paper ran v1):
+    python ppo_pendulum_continuous.py --env-id Hopper-v5 --total-timesteps 1000000 --num-envs 1 \
+        --num-steps 2048 --learning-rate 3e-4 --update-epochs 10 --minibatch-size 64 --gamma 0.99 --gae-lambda 0.95
     python ppo_pendulum_continuous.py --resume runs/<run>/checkpoint.pt --total-timesteps 500000
     python ppo_pendulum_continuous.py --play runs/<run>/checkpoint.pt --episodes 20 --capture-video
     tensorboard --logdir runs
@@ -105,7 +112,8 @@ class Args:
 
     # --- environment ---
     env_id: str = "Pendulum-v1"
-    """Gymnasium id of the environment: it needs a Box (continuous) action space and a flat Box observation"""
+    """Gymnasium id of the environment: it needs a Box (continuous) action space and a flat Box observation of
+    any dtype (MuJoCo's float64 is cast to float32), e.g. the paper's MuJoCo tasks: Hopper-v5, Walker2d-v5, ..."""
     total_timesteps: int = 300_000
     """environment steps to train for, summed over all environments"""
     num_envs: int = 8
@@ -139,12 +147,14 @@ class Args:
     then have about the same scale in every env, whatever its reward units"""
     norm_clip: float = 10.0
     """bound on the normalized observations and the scaled rewards, so one outlier cannot dominate an update"""
-    objective: Literal["clip", "kl"] = "clip"
+    objective: Literal["clip", "kl", "none"] = "clip"
     """the policy objective: clip, L^CLIP of eq. 7; kl, L^KLPEN of eq. 8, the ratio-weighted advantage minus
-    beta times KL[pi_old || pi] (the paper found it the weaker of the two, and kept it as a baseline)"""
+    beta times KL[pi_old || pi] (the paper found it the weaker of the two, and kept it as a baseline); none,
+    L^CPI of eq. 6, the ratio-weighted advantage alone (Table 1's "no clipping or penalty", which scored worse
+    than a random policy there)"""
     clip_coef: float = 0.2
     """epsilon, the clip range of the probability ratio (eq. 7): how far the new policy may move (usual 0.1-0.3);
-    with --objective kl nothing is clipped, and it only sets what losses/clipfrac counts"""
+    with --objective kl or none nothing is clipped, and it only sets what losses/clipfrac counts"""
     kl_target: float = 0.01
     """d_targ of the adaptive KL penalty (section 4; --objective kl): beta is halved after an update whose mean
     KL d < d_targ / 1.5 and doubled after one with d > 1.5 d_targ (paper: 0.003, 0.01, 0.03)"""
@@ -241,6 +251,12 @@ def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None)
     if not (isinstance(env.observation_space, gym.spaces.Box) and len(env.observation_space.shape) == 1):
         fail(f"{args.env_id} observations are {env.observation_space}; this script needs a flat Box "
              "(for images use ppo_breakout_atari.py)")
+    if env.observation_space.dtype != np.float32:
+        # MuJoCo's observations are float64, the network's weights float32: every observation is cast here,
+        # once, so that the rollout, the final observations and evaluation all see float32.
+        space = env.observation_space
+        float32_space = gym.spaces.Box(space.low.astype(np.float32), space.high.astype(np.float32), dtype=np.float32)
+        env = gym.wrappers.TransformObservation(env, lambda obs: obs.astype(np.float32), float32_space)
     if video_folder:
         # Frames are drawn off-screen (rgb_array): tell SDL not to look for a display, which it would complain of.
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
@@ -509,6 +525,16 @@ def gaussian_kl(old_mean, old_logstd, mean, logstd) -> torch.Tensor:
     (The ratio-based approx_kl is an estimate from the sampled actions; this needs no sample.)"""
     var, old_var = (2 * logstd).exp(), (2 * old_logstd).exp()
     return (logstd - old_logstd + (old_var + (old_mean - mean) ** 2) / (2 * var) - 0.5).sum(-1)
+
+
+def unclipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
+    """-L^CPI, to minimize. L^CPI = E[r_t A_t]                                                  (paper eq. 6)
+
+    The surrogate of conservative policy iteration, which L^CLIP and L^KLPEN both constrain. Alone, nothing holds
+    pi near pi_old: K epochs of steps on one rollout can move it as far as the steps take it, and its gradient
+    never vanishes. `--objective none`, Table 1's first row.
+    """
+    return -(ratio * advantages).mean()
 
 
 def kl_penalty_loss(ratio: torch.Tensor, advantages: torch.Tensor, kl: torch.Tensor, beta: float) -> torch.Tensor:
@@ -811,6 +837,8 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
 
                 if args.objective == "clip":
                     pg_loss = clipped_surrogate_loss(ratio, mb_advantages, args.clip_coef)
+                elif args.objective == "none":
+                    pg_loss = unclipped_surrogate_loss(ratio, mb_advantages)
                 else:
                     kl = gaussian_kl(b_old_mean[mb], b_old_logstd[mb], *agent.get_distribution(b_obs[mb]))
                     pg_loss = kl_penalty_loss(ratio, mb_advantages, kl, kl_beta)
