@@ -1,0 +1,413 @@
+"""The PPO paper's own experiment: its surrogate objectives compared on 7 MuJoCo tasks (section 6.1, Table 1,
+Figure 3), run with ppo_pendulum_continuous.py.
+
+The paper trains each setting of the policy objective (no clipping or penalty; clipping with epsilon 0.1, 0.2,
+0.3; the adaptive KL penalty with d_targ 0.003, 0.01, 0.03; a fixed KL penalty with beta 0.3, 1, 3, 10) on 7
+tasks for 1M steps, 3 seeds each, scores each run by the mean return of its last 100 episodes, normalizes
+the scores per task (a random policy 0, the best setting 1) and averages them over the 21 runs of a setting.
+This grid does the same with our script on Gymnasium's v5 tasks (the paper ran v1, on an older MuJoCo):
+
+    python benchmarks/mujoco_grid.py                                    # clip 0.2, adaptive KL 0.01, none; 3 seeds
+    python benchmarks/mujoco_grid.py --seeds 1                          # one seed per cell first
+    python benchmarks/mujoco_grid.py --settings clip0.1 clip0.3 fixed1  # more of Table 1's rows
+    python benchmarks/mujoco_grid.py --report-only                      # the tables and figure, from the CSVs
+
+Each run is `python ppo_pendulum_continuous.py --env-id <task> --seed <seed> --exp-name table1-<setting>`
+with the flags of COMMON_FLAGS and of its setting (print them with --dry-run). COMMON_FLAGS are the paper's
+Table 3 (Adam 3e-4, 10 epochs, minibatch 64, gamma 0.99, lambda 0.95, no entropy bonus), with one change for
+speed: the 2048 samples of an update come from 8 envs x 256 steps instead of 1 env x 2048 steps, so that the
+policy acts on 8 observations per forward pass. The rest is the script's: observation and reward normalization,
+advantage normalization, the annealed learning rate and global grad-norm clipping (the implementation details
+of openai/baselines and CleanRL, which the paper's Table 3 does not list), and separate 64-64 tanh actor and
+critic with a state-independent log-std, as in the paper.
+
+The grid can be stopped (Ctrl-C: every run saves its checkpoint) and started again: a run whose checkpoint
+holds all its updates is done and skipped, one with a partial checkpoint is resumed (`--resume`), and one
+without a checkpoint starts afresh. --jobs runs run at once, each on one thread (two on two cores: the grid
+measures returns, not time).
+
+Outputs, under --results-dir (default benchmarks/results/mujoco/):
+- random.csv: each task's random-policy return (uniform random actions, --random-episodes episodes), the 0
+  of the normalized score, measured here;
+- runs.csv: one row per finished run: its final score (mean return of its last 100 training episodes), its
+  episodes, steps, wall seconds; curves.csv: its learning curve, the mean return of the episodes that ended in
+  each --bin-steps window;
+- table1.md: Table 1 (our normalized score beside the paper's) and the per-task final returns beside
+  CleanRL's published ppo_continuous_action figures (v4 tasks, 1M steps); figure3.png: one panel per task,
+  one line per setting, the mean over seeds and the min-max band.
+The normalization needs every setting's runs on a task: "best" is the best setting among those run here,
+so with fewer settings than the paper's 11 the scores are not on the paper's exact scale (Table 1 says so).
+"""
+
+import argparse
+import csv
+import glob
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchmark import read_scalars  # noqa: E402  (benchmarks/benchmark.py, beside this file)
+
+SCRIPT = REPO_ROOT / "ppo_pendulum_continuous.py"
+TASKS = ["HalfCheetah-v5", "Hopper-v5", "InvertedDoublePendulum-v5", "InvertedPendulum-v5", "Reacher-v5",
+         "Swimmer-v5", "Walker2d-v5"]
+# The paper's Table 3 for MuJoCo, with 8 envs x 256 steps as the 2048-step horizon (see the docstring).
+COMMON_FLAGS = ["--num-envs", "8", "--num-steps", "256", "--learning-rate", "3e-4", "--update-epochs", "10",
+                "--minibatch-size", "64", "--gamma", "0.99", "--gae-lambda", "0.95", "--ent-coef", "0",
+                "--eval-every", "0", "--checkpoint-every", "25"]
+# Table 1's rows: setting -> (its flags, the paper's average normalized score, the row's name in the paper).
+SETTINGS = {
+    "none": (["--objective", "none"], -0.39, "No clipping or penalty"),
+    "clip0.1": (["--objective", "clip", "--clip-coef", "0.1"], 0.76, "Clipping, epsilon = 0.1"),
+    "clip0.2": (["--objective", "clip", "--clip-coef", "0.2"], 0.82, "Clipping, epsilon = 0.2"),
+    "clip0.3": (["--objective", "clip", "--clip-coef", "0.3"], 0.70, "Clipping, epsilon = 0.3"),
+    "kl0.003": (["--objective", "kl", "--kl-target", "0.003"], 0.68, "Adaptive KL d_targ = 0.003"),
+    "kl0.01": (["--objective", "kl", "--kl-target", "0.01"], 0.74, "Adaptive KL d_targ = 0.01"),
+    "kl0.03": (["--objective", "kl", "--kl-target", "0.03"], 0.71, "Adaptive KL d_targ = 0.03"),
+    "fixed0.3": (["--objective", "kl", "--no-kl-adaptive", "--kl-beta-init", "0.3"], 0.62, "Fixed KL, beta = 0.3"),
+    "fixed1": (["--objective", "kl", "--no-kl-adaptive", "--kl-beta-init", "1"], 0.71, "Fixed KL, beta = 1"),
+    "fixed3": (["--objective", "kl", "--no-kl-adaptive", "--kl-beta-init", "3"], 0.72, "Fixed KL, beta = 3"),
+    "fixed10": (["--objective", "kl", "--no-kl-adaptive", "--kl-beta-init", "10"], 0.69, "Fixed KL, beta = 10"),
+}
+# CleanRL's ppo_continuous_action.py at 1M steps on the v4 tasks, mean +/- std over seeds, as published in
+# its docs/benchmark/ppo_continuous_action.md (openrlbenchmark, tag pr-424). It has no figure for the other three.
+CLEANRL = {"HalfCheetah": (1442.64, 46.03), "Hopper": (2382.86, 271.74), "Walker2d": (2287.95, 571.78),
+           "InvertedPendulum": (963.09, 22.20)}
+FINAL_EPISODES = 100  # the paper's score of a run: the mean return of its last 100 episodes
+RUNS_FIELDS = ["task", "setting", "seed", "final_return", "episodes", "steps", "wall_seconds", "run_dir"]
+CURVE_FIELDS = ["task", "setting", "seed", "step", "mean_return"]
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tasks", nargs="+", default=TASKS, help="MuJoCo task ids (default: the paper's 7, v5)")
+    parser.add_argument("--settings", nargs="+", default=["clip0.2", "kl0.01", "none"], choices=list(SETTINGS),
+                        help="Table 1 rows to run (default: clip 0.2, adaptive KL 0.01 and no clipping or penalty)")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3], help="seeds per task and setting")
+    parser.add_argument("--jobs", type=int, default=2, help="runs at once, one thread each")
+    parser.add_argument("--total-timesteps", type=int, default=1_000_000, help="env steps per run (paper: 1M)")
+    parser.add_argument("--random-episodes", type=int, default=100, help="episodes of the random policy per task")
+    parser.add_argument("--bin-steps", type=int, default=25_000, help="width of a learning-curve point, env steps")
+    parser.add_argument("--runs-dir", type=Path, default=REPO_ROOT, help="where runs/ (the run folders) goes")
+    parser.add_argument("--results-dir", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "mujoco")
+    parser.add_argument("--report-only", action="store_true", help="run nothing: tables and figure from the CSVs")
+    parser.add_argument("--dry-run", action="store_true", help="print the runs' commands and state, run nothing")
+    args = parser.parse_args(argv)
+    if args.jobs < 1 or args.total_timesteps < 2048 or args.random_episodes < 1 or args.bin_steps < 1:
+        parser.error("--jobs, --random-episodes and --bin-steps must be positive, --total-timesteps at least 2048")
+    return args
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The random policy: the 0 of the normalized score
+# ---------------------------------------------------------------------------------------------------------
+def random_policy_return(task: str, episodes: int, seed: int = 0) -> tuple[float, float]:
+    """Mean and std of the return of uniformly random actions over `episodes` episodes of `task`."""
+    import gymnasium as gym
+
+    env = gym.make(task)
+    env.action_space.seed(seed)
+    returns = []
+    for episode in range(episodes):
+        env.reset(seed=seed + episode)
+        total, done = 0.0, False
+        while not done:
+            _, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+            total += float(reward)
+            done = terminated or truncated
+        returns.append(total)
+    env.close()
+    return statistics.fmean(returns), statistics.pstdev(returns)
+
+
+def random_baselines(args: argparse.Namespace) -> dict[str, float]:
+    """random.csv's returns, measuring the tasks it lacks (or measured with other --random-episodes)."""
+    path = args.results_dir / "random.csv"
+    rows = {row["task"]: row for row in read_csv(path)}
+    for task in args.tasks:
+        if task not in rows or int(rows[task]["episodes"]) != args.random_episodes:
+            mean, std = random_policy_return(task, args.random_episodes)
+            rows[task] = {"task": task, "episodes": args.random_episodes, "mean_return": mean, "std_return": std}
+            print(f"random policy on {task}: {mean:.1f} +/- {std:.1f} over {args.random_episodes} episodes")
+            write_csv(path, ["task", "episodes", "mean_return", "std_return"], sorted(rows.values(),
+                                                                                   key=lambda r: r["task"]))
+    return {task: float(row["mean_return"]) for task, row in rows.items()}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Running the grid: skip what is done, resume what was stopped
+# ---------------------------------------------------------------------------------------------------------
+def command(args: argparse.Namespace, task: str, setting: str, seed: int) -> list[str]:
+    return [sys.executable, str(SCRIPT), "--env-id", task, "--seed", str(seed), "--exp-name", f"table1-{setting}",
+            "--total-timesteps", str(args.total_timesteps), *COMMON_FLAGS, *SETTINGS[setting][0]]
+
+
+def run_state(args: argparse.Namespace, task: str, setting: str, seed: int) -> tuple[str, Path | None]:
+    """("done" | "partial" | "new", the run folder). A run is done when its checkpoint holds every update of
+    --total-timesteps; of several folders for one cell, the one furthest along counts."""
+    import torch
+
+    batch = int(COMMON_FLAGS[COMMON_FLAGS.index("--num-envs") + 1]) * int(
+        COMMON_FLAGS[COMMON_FLAGS.index("--num-steps") + 1])
+    last_step = args.total_timesteps // batch * batch
+    best = (-1, None)
+    for folder in glob.glob(str(args.runs_dir / "runs" / f"{task}__table1-{setting}__{seed}__*")):
+        checkpoint = Path(folder) / "checkpoint.pt"
+        if checkpoint.is_file():
+            try:
+                step = torch.load(checkpoint, map_location="cpu", weights_only=True)["global_step"]
+            except Exception:  # a checkpoint the run never finished writing (the script writes atomically)
+                continue
+            best = max(best, (step, Path(folder)), key=lambda item: item[0])
+    if best[1] is None:
+        return "new", None
+    return ("done" if best[0] >= last_step else "partial"), best[1]
+
+
+def run_grid(args: argparse.Namespace, cells: list[tuple[str, str, int]]) -> None:
+    """Run the cells that are not done, --jobs at a time; Ctrl-C lets every running run save, then stops."""
+    queue = []
+    for task, setting, seed in cells:
+        state, folder = run_state(args, task, setting, seed)
+        cmd = command(args, task, setting, seed)
+        if state == "partial":
+            cmd = [sys.executable, str(SCRIPT), "--resume", str(folder / "checkpoint.pt"),
+                   "--total-timesteps", str(args.total_timesteps)]
+        if args.dry_run:
+            print(f"{state:7s} {task} {setting} seed {seed}: {' '.join(cmd[1:])}")
+        elif state != "done":
+            queue.append(((task, setting, seed), cmd))
+    if args.dry_run or not queue:
+        return
+    logs = args.runs_dir / "runs" / "table1-logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, OMP_NUM_THREADS="1")  # one thread per run: --jobs runs share the cores
+    running: list[tuple[tuple, subprocess.Popen, float]] = []
+    print(f"{len(queue)} runs to go, {args.jobs} at a time (logs: {logs})")
+    try:
+        while queue or running:
+            while queue and len(running) < args.jobs:
+                cell, cmd = queue.pop(0)
+                log = open(logs / f"{cell[0]}-{cell[1]}-{cell[2]}.log", "a")
+                running.append((cell, subprocess.Popen(cmd, cwd=args.runs_dir, env=env, stdout=log,
+                                                       stderr=subprocess.STDOUT), time.time()))
+                print(f"started  {cell[0]} {cell[1]} seed {cell[2]}")
+            time.sleep(2)
+            for item in [item for item in running if item[1].poll() is not None]:
+                running.remove(item)
+                (task, setting, seed), process, start = item
+                status = "done" if process.returncode == 0 else f"FAILED (exit {process.returncode})"
+                print(f"{status:8s} {task} {setting} seed {seed} in {time.time() - start:.0f} s")
+    except KeyboardInterrupt:  # the runs got the Ctrl-C too: each saves its checkpoint and exits
+        print("Ctrl-C: waiting for the running runs to save their checkpoints")
+        for _, process, _ in running:
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+        for _, process, _ in running:
+            process.wait()
+        raise SystemExit(130)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Collecting the runs into CSVs
+# ---------------------------------------------------------------------------------------------------------
+def read_csv(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def write_csv(path: Path, fields: list[str], rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(tmp, path)
+
+
+def summarize_run(run_dir: Path, bin_steps: int) -> tuple[dict, list[dict]]:
+    """A finished run's row (final score and counts) and its learning curve (mean return per bin of steps)."""
+    scalars, first_time = read_scalars(run_dir)
+    episodes = scalars.get("charts/episodic_return", [])
+    if not episodes:
+        raise ValueError(f"{run_dir} logged no episodes")
+    last_events = [event for events in scalars.values() for event in events]
+    row = {
+        "final_return": statistics.fmean(event.value for event in episodes[-FINAL_EPISODES:]),
+        "episodes": len(episodes),
+        "steps": max(event.step for event in last_events),
+        # first to last event: a resumed run's pause counts too (rare: the grid resumes only stopped runs)
+        "wall_seconds": round(max(event.wall_time for event in last_events) - first_time, 1),
+        "run_dir": os.path.relpath(run_dir, REPO_ROOT),
+    }
+    bins: dict[int, list[float]] = {}
+    for event in episodes:
+        bins.setdefault((event.step - 1) // bin_steps, []).append(event.value)
+    curve = [{"step": (b + 1) * bin_steps, "mean_return": statistics.fmean(v)} for b, v in sorted(bins.items())]
+    return row, curve
+
+
+def collect(args: argparse.Namespace, cells: list[tuple[str, str, int]]) -> None:
+    """Add every finished run of `cells` that runs.csv lacks to runs.csv and curves.csv."""
+    runs_path, curves_path = args.results_dir / "runs.csv", args.results_dir / "curves.csv"
+    rows, curves = read_csv(runs_path), read_csv(curves_path)
+    have = {(r["task"], r["setting"], int(r["seed"])) for r in rows}
+    added = 0
+    for task, setting, seed in cells:
+        state, folder = run_state(args, task, setting, seed)
+        if state != "done" or (task, setting, seed) in have:
+            continue
+        row, curve = summarize_run(folder, args.bin_steps)
+        key = {"task": task, "setting": setting, "seed": seed}
+        rows.append({**key, **row})
+        curves.extend({**key, **point} for point in curve)
+        added += 1
+    if added:
+        order = lambda r: (r["task"], r["setting"], int(r["seed"]))  # noqa: E731
+        write_csv(runs_path, RUNS_FIELDS, sorted(rows, key=order))
+        write_csv(curves_path, CURVE_FIELDS, sorted(curves, key=lambda r: (*order(r), int(r["step"]))))
+        print(f"added {added} finished runs to {runs_path}")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Report: Table 1, the per-task returns, Figure 3
+# ---------------------------------------------------------------------------------------------------------
+def normalized_scores(rows: list[dict], random: dict[str, float]) -> dict[str, list[float]]:
+    """The paper's score: per task, a run's final return mapped so that the random policy is 0 and the best
+    setting (the highest mean over seeds, among the settings in `rows`) is 1; by setting, one score per run.
+    Only tasks where every setting has a run count, so that each setting is averaged over the same tasks."""
+    settings = sorted({r["setting"] for r in rows})
+    by_cell: dict[tuple[str, str], list[float]] = {}
+    for r in rows:
+        by_cell.setdefault((r["task"], r["setting"]), []).append(float(r["final_return"]))
+    tasks = sorted({t for t, _ in by_cell if all((t, s) in by_cell for s in settings) and t in random})
+    scores: dict[str, list[float]] = {s: [] for s in settings}
+    for task in tasks:
+        best = max(statistics.fmean(by_cell[task, s]) for s in settings)
+        span = best - random[task]
+        for s in settings:
+            scores[s].extend((value - random[task]) / span for value in by_cell[task, s])
+    return scores
+
+
+def mean_std(values: list[float], spec: str) -> str:
+    if len(values) == 1:
+        return f"{values[0]:{spec}} (1 seed)"
+    return f"{statistics.fmean(values):{spec}} +/- {statistics.stdev(values):{spec}} ({len(values)} seeds)"
+
+
+def report(args: argparse.Namespace) -> str:
+    rows = [r for r in read_csv(args.results_dir / "runs.csv") if r["setting"] in args.settings
+            and r["task"] in args.tasks]
+    random = {r["task"]: float(r["mean_return"]) for r in read_csv(args.results_dir / "random.csv")}
+    if not rows:
+        return "no finished runs yet"
+    settings = [s for s in SETTINGS if any(r["setting"] == s for r in rows)]
+    scores = normalized_scores(rows, random)
+    tasks_scored = sorted({r["task"] for r in rows if all(
+        any(q["task"] == r["task"] and q["setting"] == s for q in rows) for s in settings)})
+    lines = [f"Table 1: average normalized score over {len(tasks_scored)} tasks x seeds (random policy 0, the best "
+             f"of the {len(settings)} settings run here 1 on each task; the paper's best is of 11 settings)", "",
+             "| setting | runs | our score | paper's score |", "|---|---|---|---|"]
+    for s in sorted(settings, key=lambda s: -statistics.fmean(scores[s]) if scores[s] else 0):
+        ours = f"{statistics.fmean(scores[s]):.2f}" if scores[s] else "-"
+        lines.append(f"| {SETTINGS[s][2]} | {len(scores[s])} | {ours} | {SETTINGS[s][1]:.2f} |")
+    lines += ["", f"Final return (mean of the last {FINAL_EPISODES} training episodes), mean +/- std "
+              "over seeds; CleanRL: ppo_continuous_action.py, v4 tasks, 1M steps, as published", "",
+              "| task | random policy | " + " | ".join(SETTINGS[s][2] for s in settings) + " | CleanRL (v4) |",
+              "|---" * (len(settings) + 3) + "|"]
+    for task in sorted({r["task"] for r in rows}):
+        cells = []
+        for s in settings:
+            values = [float(r["final_return"]) for r in rows if r["task"] == task and r["setting"] == s]
+            cells.append(mean_std(values, ".1f") if values else "-")
+        name = task.split("-v")[0]
+        cleanrl = f"{CLEANRL[name][0]:.1f} +/- {CLEANRL[name][1]:.1f}" if name in CLEANRL else "-"
+        rand = f"{random[task]:.1f}" if task in random else "-"
+        lines.append(f"| {task} | {rand} | " + " | ".join(cells) + f" | {cleanrl} |")
+    walls = [float(r["wall_seconds"]) for r in rows]
+    lines += ["", f"{len(rows)} runs, wall time per run {min(walls) / 60:.1f} to {max(walls) / 60:.1f} min "
+              f"(mean {statistics.fmean(walls) / 60:.1f}), {args.jobs} at a time on this machine"]
+    return "\n".join(lines)
+
+
+def plot(args: argparse.Namespace) -> Path | None:
+    """Figure 3: one panel per task, one line per setting (mean over seeds of the binned curve, min-max band)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = [p for p in read_csv(args.results_dir / "curves.csv") if p["setting"] in args.settings
+              and p["task"] in args.tasks]
+    if not points:
+        return None
+    tasks = sorted({p["task"] for p in points})
+    settings = [s for s in SETTINGS if any(p["setting"] == s for p in points)]
+    columns = 4
+    figure, axes = plt.subplots((len(tasks) + columns - 1) // columns, columns, squeeze=False,
+                                figsize=(4.2 * columns, 3.4 * ((len(tasks) + columns - 1) // columns)))
+    colors = dict(zip(settings, plt.rcParams["axes.prop_cycle"].by_key()["color"] * 3))
+    for ax, task in zip(axes.flat, tasks):
+        for s in settings:
+            runs: dict[int, dict[int, float]] = {}
+            for p in points:
+                if p["task"] == task and p["setting"] == s:
+                    runs.setdefault(int(p["seed"]), {})[int(p["step"])] = float(p["mean_return"])
+            if not runs:
+                continue
+            steps = sorted(set.intersection(*(set(r) for r in runs.values())))
+            values = [[r[step] for r in runs.values()] for step in steps]
+            ax.plot(steps, [statistics.fmean(v) for v in values], color=colors[s], label=SETTINGS[s][2])
+            if len(runs) > 1:
+                ax.fill_between(steps, [min(v) for v in values], [max(v) for v in values], color=colors[s],
+                                alpha=0.2)
+        ax.set_title(task)
+        ax.set_xlabel("env steps")
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(tasks):]:
+        ax.axis("off")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    (list(axes.flat)[len(tasks)] if len(tasks) % columns else axes.flat[0]).legend(handles, labels, loc="center")
+    figure.suptitle(f"ppo_pendulum_continuous.py on MuJoCo: mean return per {args.bin_steps // 1000}k steps, "
+                    "mean over seeds and min-max band")
+    figure.tight_layout()
+    path = args.results_dir / "figure3.png"
+    figure.savefig(path, dpi=80)
+    plt.close(figure)
+    return path
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    cells = [(task, setting, seed) for seed in args.seeds for task in args.tasks for setting in args.settings]
+    if args.dry_run:
+        run_grid(args, cells)
+        return 0
+    if not args.report_only:
+        random_baselines(args)
+        run_grid(args, cells)
+        collect(args, cells)
+    text = report(args)
+    (args.results_dir / "table1.md").parent.mkdir(parents=True, exist_ok=True)
+    (args.results_dir / "table1.md").write_text(text + "\n")
+    figure = plot(args)
+    print(text)
+    print(f"written: {args.results_dir / 'table1.md'}" + (f", {figure}" if figure else ""))
+    missing = [cell for cell in cells if run_state(args, *cell)[0] != "done"] if not args.report_only else []
+    if missing:
+        print(f"{len(missing)} runs not finished: rerun the same command to continue them")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""The paper's MuJoCo comparison (Table 1): the continuous script on MuJoCo's float64 observations, the
+unconstrained objective (--objective none), and benchmarks/mujoco_grid.py (its normalized score by hand, and a
+tiny grid run end to end: skip what is done, resume what is not, write the tables and the figure)."""
+
+import csv
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import ppo_pendulum_continuous as ppo
+from conftest import ROOT, run_dirs, run_script, scalars
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import mujoco_grid  # noqa: E402
+
+SCRIPT = "ppo_pendulum_continuous.py"
+
+
+def test_unclipped_surrogate_by_hand_and_its_gradient_never_vanishes():
+    ratio = torch.tensor([0.5, 1.5, 2.0], requires_grad=True)
+    advantages = torch.tensor([-1.0, 1.0, 2.0])
+    loss = ppo.unclipped_surrogate_loss(ratio, advantages)
+    assert loss.item() == pytest.approx(-(0.5 * -1 + 1.5 * 1 + 2.0 * 2) / 3)
+    loss.backward()
+    # d(-mean(r A))/dr = -A/3 everywhere, also past both clip edges where L^CLIP's gradient is 0
+    assert torch.allclose(ratio.grad, -advantages / 3)
+    clipped_ratio = ratio.detach().clone().requires_grad_(True)
+    ppo.clipped_surrogate_loss(clipped_ratio, advantages, 0.2).backward()
+    # Figure 1's flat parts: r = 0.5 < 1 - eps with A < 0, and r = 1.5, 2.0 > 1 + eps with A > 0
+    assert clipped_ratio.grad.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_mujoco_float64_observations_train_and_play(tmp_path):
+    """Hopper-v5 observes float64: the script casts them and trains, evaluates and plays (it used to stop with a
+    dtype error on its first forward pass); --objective none trains too."""
+    assert ppo.gym.make("Hopper-v5").observation_space.dtype == "float64"
+    env = ppo.make_env(ppo.Args(env_id="Hopper-v5"))
+    obs, _ = env.reset(seed=0)
+    assert obs.dtype == "float32" and env.observation_space.dtype == "float32"
+    result = run_script(SCRIPT, "--env-id", "Hopper-v5", "--objective", "none", "--total-timesteps", "1024",
+                        "--num-envs", "2", "--num-steps", "256", "--minibatch-size", "128", "--update-epochs", "2",
+                        "--eval-every", "2", "--eval-episodes", "1", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    (run_dir,) = run_dirs(tmp_path)
+    logged = scalars(run_dir)
+    assert len(logged["losses/kl"]) == 2 and len(logged["eval/mean_return"]) == 1
+    assert "charts/kl_beta" not in logged  # beta belongs to --objective kl only
+    result = run_script(SCRIPT, "--play", str(run_dir / "checkpoint.pt"), "--episodes", "1", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"mean return over 1 episodes: -?[\d.]+", result.stdout), result.stdout
+
+
+def test_normalized_score_by_hand():
+    """Per task: random 0, the best setting's mean over seeds 1; averaged over every run of a setting."""
+    rows = [{"task": "A", "setting": "clip0.2", "final_return": 110}, {"task": "A", "setting": "clip0.2",
+                                                                        "final_return": 90},
+            {"task": "A", "setting": "none", "final_return": 55},
+            {"task": "B", "setting": "clip0.2", "final_return": -20}, {"task": "B", "setting": "none",
+                                                                        "final_return": -10},
+            {"task": "C", "setting": "clip0.2", "final_return": 5}]  # C lacks "none": not scored
+    scores = mujoco_grid.normalized_scores(rows, {"A": 10.0, "B": -50.0, "C": 0.0})
+    # A: best = mean(110, 90) = 100, span 90; B: best = -10 (none), span 40
+    assert scores["clip0.2"] == pytest.approx([100 / 90, 80 / 90, 30 / 40])
+    assert scores["none"] == pytest.approx([45 / 90, 1.0])
+
+
+def read(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_grid_runs_skips_resumes_and_reports(tmp_path, capsys):
+    grid = ["--tasks", "InvertedPendulum-v5", "--settings", "clip0.2", "none", "--seeds", "1", "--jobs", "2",
+            "--random-episodes", "2", "--bin-steps", "1024", "--runs-dir", str(tmp_path),
+            "--results-dir", str(tmp_path / "results")]
+    assert mujoco_grid.main([*grid, "--total-timesteps", "2048"]) == 0
+    runs = read(tmp_path / "results" / "runs.csv")
+    assert {(r["setting"], int(r["steps"])) for r in runs} == {("clip0.2", 2048), ("none", 2048)}
+    (random_row,) = read(tmp_path / "results" / "random.csv")
+    assert random_row["task"] == "InvertedPendulum-v5" and 1 <= float(random_row["mean_return"]) < 50
+    table = (tmp_path / "results" / "table1.md").read_text()
+    assert "| Clipping, epsilon = 0.2 | 1 |" in table and "| 0.82 |" in table and "963.1 +/- 22.2" in table
+    assert (tmp_path / "results" / "figure3.png").stat().st_size > 10_000
+    folders = sorted(run_dirs(tmp_path))
+    assert len(folders) == 2
+    capsys.readouterr()
+
+    # Done runs are skipped; with a longer budget both become partial and are resumed in their own folders.
+    mujoco_grid.main([*grid, "--total-timesteps", "2048", "--dry-run"])
+    assert capsys.readouterr().out.count("done ") == 2
+    mujoco_grid.main([*grid, "--total-timesteps", "4096", "--dry-run"])
+    out = capsys.readouterr().out
+    assert out.count("partial") == 2 and out.count("--resume") == 2
+    assert mujoco_grid.main([*grid, "--total-timesteps", "4096"]) == 0
+    assert sorted(run_dirs(tmp_path)) == folders  # no new run folder: the same runs went on
+    for folder in folders:
+        ckpt = torch.load(folder / "checkpoint.pt", weights_only=True)
+        assert ckpt["global_step"] == 4096 and ckpt["args"]["objective"] in ("clip", "none")
+        assert [step for step, _ in scalars(folder)["losses/kl"]] == [2048, 4096]
