@@ -179,6 +179,7 @@ class Args:
     """number of rollout + update cycles: total_timesteps // (batch_size * world_size)"""
 
 
+# Copied from common.cli.fail
 def fail(message: str) -> None:
     """Bad input ends the run with one clear line on stderr and exit code 2, never a traceback."""
     print(f"{SCRIPT}: error: {message}", file=sys.stderr)
@@ -401,8 +402,9 @@ def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None)
     return FrameStack(env, k=4)
 
 
+# Copied from common.envs.make_envs
 def make_envs(args: Args) -> gym.vector.VectorEnv:
-    """N copies of make_env in one vector env (main has already made one here, so the id is known to work).
+    """N copies of make_env in one vector env (main has already made one here, so the env is known to work).
 
     Autoreset: when one of the N envs ends, the vector env resets it by itself. Gymnasium >= 1.0 does that on
     the NEXT step by default (that step's action is ignored and its "transition" is a reset, which must not
@@ -426,6 +428,7 @@ def make_envs(args: Args) -> gym.vector.VectorEnv:
                                      context=start_method)
 
 
+# Copied from common.frames.make_worker_env
 def make_worker_env(args: Args) -> gym.Env:
     """make_env, as an async worker runs it; in this process, for a SyncVectorEnv's envs and the one that an
     AsyncVectorEnv makes here to read the spaces off, it is make_env alone."""
@@ -437,8 +440,10 @@ def make_worker_env(args: Args) -> gym.Env:
     return make_env(args)
 
 
+# Copied from common.ppo.layer_init
 def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Module:
-    """Orthogonal weights with gain `std`, zero biases ([37] detail 2): sqrt(2), the ReLU gain, for ReLU layers."""
+    """Orthogonal weights with gain `std`, zero biases ([37] detail 2). sqrt(2) is the ReLU gain (tanh's is 5/3);
+    the reference implementations (openai/baselines, CleanRL) give it to their hidden layers, ReLU and tanh alike."""
     torch.nn.init.orthogonal_(layer.weight, std)
     torch.nn.init.constant_(layer.bias, bias_const)
     return layer
@@ -502,6 +507,7 @@ class Agent(nn.Module):
         return action, log_prob, entropy, self.critic(hidden).squeeze(-1)
 
 
+# Copied from common.precision.use_bf16
 def use_bf16(args: Args, device: torch.device) -> bool:
     """--precision auto: bf16 where the device has native bfloat16 arithmetic, where it pays; fp32 elsewhere
     (CPUs without it emulate bfloat16, slower than float32)."""
@@ -512,6 +518,7 @@ def use_bf16(args: Args, device: torch.device) -> bool:
     return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
 
 
+# Copied from common.precision.set_cudnn_flags
 def set_cudnn_flags(args: Args) -> None:
     """On a GPU, cuDNN picks the fastest convolution algorithm, or a deterministic one if asked. And float32 is
     computed as float32: by default cuDNN runs float32 convolutions in TF32 (10 mantissa bits) on Ampere and
@@ -522,6 +529,7 @@ def set_cudnn_flags(args: Args) -> None:
     torch.backends.cudnn.allow_tf32 = False
 
 
+# Copied from common.frames.Rollout
 class Rollout:
     """One rollout in NumPy, one [T, N] array per quantity (obs: [T, N, 4, 84, 84]). The environments speak
     NumPy and the network torch: a row write here is many times cheaper than one into a tensor, and the whole rollout is
@@ -580,6 +588,7 @@ def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarr
     return next_obs, last_value, episodes
 
 
+# Copied from common.ppo.compute_gae
 def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, gae_lambda: float) -> np.ndarray:
     """Generalized Advantage Estimation over a rollout, backwards in time. NumPy arrays of shape [T] (or [T, N]).
 
@@ -601,6 +610,7 @@ def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, 
     return advantages
 
 
+# Copied from common.ppo.clipped_surrogate_loss
 def clipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip_coef: float) -> torch.Tensor:
     """-L^CLIP, to minimize. L^CLIP = E[min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t)]      (paper eq. 7)
 
@@ -612,6 +622,7 @@ def clipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip_c
     return -torch.min(unclipped, clipped).mean()
 
 
+# Copied from common.ppo.clipped_value_loss
 def clipped_value_loss(newvalue, oldvalue, returns, vf_clip_coef: float) -> torch.Tensor:
     """L^VF with the value clipped like the ratio ([37] detail 9):
     0.5 * max((V - V^targ)^2, (V_old + clip(V - V_old, -eps_v, eps_v) - V^targ)^2)
@@ -659,12 +670,14 @@ def checkpoint_state(args: Args, agent: nn.Module, optimizer: optim.Optimizer, g
     }
 
 
+# Copied from common.distributed.save_checkpoint
 def save_checkpoint(path: str, state: dict) -> None:
     """Write to a temporary file, then rename: a crash mid-write never leaves a half-written checkpoint."""
     torch.save(state, path + ".tmp")
     os.replace(path + ".tmp", path)
 
 
+# Copied from common.checkpoints.load_checkpoint
 def load_checkpoint(path: str) -> dict:
     """Read a checkpoint of this script, or fail with one line that says what is wrong with the file."""
     if not os.path.isfile(path):
@@ -683,6 +696,7 @@ def load_checkpoint(path: str) -> dict:
     return ckpt
 
 
+# Copied from common.distributed.check_resume
 def check_resume(args: Args, ckpt: dict) -> None:
     """--resume goes on update by update, so the shape of an update cannot change; and there must be steps left."""
     for name in ("num_envs", "num_steps", "world_size"):
@@ -729,6 +743,7 @@ def restore_rng(states: dict, device: torch.device) -> None:
         torch.cuda.set_rng_state(states["cuda"], device)
 
 
+# Copied from common.checkpoints.restore_agent
 def restore_agent(agent: nn.Module, ckpt: dict, path: str) -> None:
     try:
         agent.load_state_dict(ckpt["agent"])
@@ -736,6 +751,7 @@ def restore_agent(agent: nn.Module, ckpt: dict, path: str) -> None:
         fail(f"the network in {path} does not fit this one ({str(e).splitlines()[-1].strip()})")
 
 
+# Copied from common.checkpoints.args_from_checkpoint
 def args_from_checkpoint(args: Args) -> tuple[Args, dict]:
     """--resume / --play: the checkpoint's Args become the defaults, and the flags given override them."""
     path = args.resume or args.play
@@ -805,6 +821,7 @@ def play(args: Args, ckpt: dict) -> None:
 # ---------------------------------------------------------------------------------------------------------
 
 
+# Copied from common.distributed.setup_distributed
 def setup_distributed(args: Args) -> tuple[int, torch.device]:
     """Under torchrun (which sets RANK, LOCAL_RANK and WORLD_SIZE), join the process group: gloo between CPU
     processes, nccl between GPUs. Returns this process's rank and its device. Without torchrun: rank 0 of 1."""
@@ -817,6 +834,7 @@ def setup_distributed(args: Args) -> tuple[int, torch.device]:
     return dist.get_rank(), torch.device(f"cuda:{os.environ['LOCAL_RANK']}" if use_cuda else "cpu")
 
 
+# Copied from common.distributed.all_ranks_mean
 def all_ranks_mean(value: torch.Tensor, args: Args) -> torch.Tensor:
     """The mean of `value` over the ranks (in place): every rank then holds the same number."""
     if args.world_size > 1:
@@ -825,6 +843,7 @@ def all_ranks_mean(value: torch.Tensor, args: Args) -> torch.Tensor:
     return value
 
 
+# Copied from common.distributed.Silent
 class Silent:
     """Stands in for the SummaryWriter on ranks other than 0: only rank 0 logs."""
 
@@ -832,6 +851,7 @@ class Silent:
         return lambda *args, **kwargs: None
 
 
+# Copied from common.distributed.Stopper
 class Stopper:
     """Ctrl-C: stop at the next rollout step or minibatch and save the last complete update (`snapshot`, taken
     after every update), rather than finish the update first as the MLP scripts do. torchrun forwards Ctrl-C to
@@ -1068,6 +1088,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         raise SystemExit(130)  # the conventional status of a program stopped by Ctrl-C
 
 
+# Copied from common.distributed.main
 def main() -> None:
     args = tyro.cli(Args, description=__doc__)
     if args.resume and args.play:

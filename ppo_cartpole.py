@@ -125,6 +125,7 @@ class Args:
     """number of rollout + update cycles: total_timesteps // batch_size"""
 
 
+# Copied from common.cli.fail
 def fail(message: str) -> None:
     """Bad input ends the run with one clear line on stderr and exit code 2, never a traceback."""
     print(f"{SCRIPT}: error: {message}", file=sys.stderr)
@@ -161,6 +162,7 @@ def check_args(args: Args) -> None:
 # ---------------------------------------------------------------------------------------------------------
 
 
+# Copied from common.envs.make_env
 def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None) -> gym.Env:
     """The wrapper stack. RecordEpisodeStatistics reports each finished episode in info["episode"]."""
     try:
@@ -180,9 +182,10 @@ def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None)
     return gym.wrappers.RecordEpisodeStatistics(env)
 
 
-def layer_init(layer: nn.Linear, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Linear:
+# Copied from common.ppo.layer_init
+def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Module:
     """Orthogonal weights with gain `std`, zero biases ([37] detail 2). sqrt(2) is the ReLU gain (tanh's is 5/3);
-    it is the gain the reference implementations (openai/baselines, CleanRL) give their tanh hidden layers."""
+    the reference implementations (openai/baselines, CleanRL) give it to their hidden layers, ReLU and tanh alike."""
     torch.nn.init.orthogonal_(layer.weight, std)
     torch.nn.init.constant_(layer.bias, bias_const)
     return layer
@@ -272,6 +275,7 @@ def collect_rollout(env: gym.Env, agent: Agent, next_obs: np.ndarray, rollout: R
     return next_obs, last_value, episodes
 
 
+# Copied from common.ppo.compute_gae
 def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, gae_lambda: float) -> np.ndarray:
     """Generalized Advantage Estimation over a rollout, backwards in time. NumPy arrays of shape [T] (or [T, N]).
 
@@ -293,6 +297,7 @@ def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, 
     return advantages
 
 
+# Copied from common.ppo.clipped_surrogate_loss
 def clipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip_coef: float) -> torch.Tensor:
     """-L^CLIP, to minimize. L^CLIP = E[min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t)]      (paper eq. 7)
 
@@ -317,6 +322,7 @@ def annealed(iteration: int, schedule: dict) -> float:
 # ---------------------------------------------------------------------------------------------------------
 
 
+# Copied from common.checkpoints.save_checkpoint
 def save_checkpoint(path: str, args: Args, agent: nn.Module, optimizer: optim.Optimizer, global_step: int,
                     iteration: int, schedule: dict) -> None:
     """Write to a temporary file, then rename: a crash mid-write never leaves a half-written checkpoint."""
@@ -334,6 +340,7 @@ def save_checkpoint(path: str, args: Args, agent: nn.Module, optimizer: optim.Op
     os.replace(path + ".tmp", path)
 
 
+# Copied from common.checkpoints.load_checkpoint
 def load_checkpoint(path: str) -> dict:
     """Read a checkpoint of this script, or fail with one line that says what is wrong with the file."""
     if not os.path.isfile(path):
@@ -398,6 +405,7 @@ def check_resume(args: Args, ckpt: dict) -> None:
              f"give a larger --total-timesteps to train longer")
 
 
+# Copied from common.checkpoints.restore_agent
 def restore_agent(agent: nn.Module, ckpt: dict, path: str) -> None:
     try:
         agent.load_state_dict(ckpt["agent"])
@@ -405,6 +413,7 @@ def restore_agent(agent: nn.Module, ckpt: dict, path: str) -> None:
         fail(f"the network in {path} does not fit this one ({str(e).splitlines()[-1].strip()})")
 
 
+# Copied from common.checkpoints.args_from_checkpoint
 def args_from_checkpoint(args: Args) -> tuple[Args, dict]:
     """--resume / --play: the checkpoint's Args become the defaults, and the flags given override them."""
     path = args.resume or args.play
@@ -422,6 +431,7 @@ def args_from_checkpoint(args: Args) -> tuple[Args, dict]:
 # ---------------------------------------------------------------------------------------------------------
 
 
+# Copied from common.evaluation.evaluate
 def evaluate(args: Args, agent: Agent, episodes: int, video_folder: Optional[str] = None, verbose: bool = False):
     """Run `episodes` episodes of the greedy policy (argmax pi) on an env of its own, episode i seeded with
     seed + i, so every evaluation sees the same starts. Returns the episodic returns and lengths."""
@@ -444,6 +454,7 @@ def evaluate(args: Args, agent: Agent, episodes: int, video_folder: Optional[str
     return returns, lengths
 
 
+# Copied from common.evaluation.play
 def play(args: Args, ckpt: dict) -> None:
     # A folder of its own for each --play, so that no earlier video is overwritten.
     video_folder = os.path.join(os.path.dirname(os.path.abspath(args.play)), "videos", f"play-{int(time.time())}")
@@ -613,6 +624,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         raise SystemExit(130)  # the conventional status of a program stopped by Ctrl-C
 
 
+# Copied from common.cli.main
 def main() -> None:
     args = tyro.cli(Args, description=__doc__)
     if args.resume and args.play:

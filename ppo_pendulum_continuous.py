@@ -195,6 +195,7 @@ class Args:
     """number of rollout + update cycles: total_timesteps // batch_size"""
 
 
+# Copied from common.cli.fail
 def fail(message: str) -> None:
     """Bad input ends the run with one clear line on stderr and exit code 2, never a traceback."""
     print(f"{SCRIPT}: error: {message}", file=sys.stderr)
@@ -266,8 +267,9 @@ def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None)
     return gym.wrappers.RecordEpisodeStatistics(gym.wrappers.ClipAction(env))
 
 
+# Copied from common.envs.make_envs
 def make_envs(args: Args) -> gym.vector.VectorEnv:
-    """N copies of make_env in one vector env (main has already made one here, so the id is known to work).
+    """N copies of make_env in one vector env (main has already made one here, so the env is known to work).
 
     Autoreset: when one of the N envs ends, the vector env resets it by itself. Gymnasium >= 1.0 does that on
     the NEXT step by default (that step's action is ignored and its "transition" is a reset, which must not
@@ -291,6 +293,7 @@ def make_envs(args: Args) -> gym.vector.VectorEnv:
                                      context=start_method)
 
 
+# Copied from common.envs.make_worker_env
 def make_worker_env(args: Args) -> gym.Env:
     """make_env, as an async worker runs it; in this process, for a SyncVectorEnv's envs and the one that an
     AsyncVectorEnv makes here to read the spaces off, it is make_env alone."""
@@ -301,9 +304,10 @@ def make_worker_env(args: Args) -> gym.Env:
     return make_env(args)
 
 
-def layer_init(layer: nn.Linear, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Linear:
+# Copied from common.ppo.layer_init
+def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Module:
     """Orthogonal weights with gain `std`, zero biases ([37] detail 2). sqrt(2) is the ReLU gain (tanh's is 5/3);
-    it is the gain the reference implementations (openai/baselines, CleanRL) give their tanh hidden layers."""
+    the reference implementations (openai/baselines, CleanRL) give it to their hidden layers, ReLU and tanh alike."""
     torch.nn.init.orthogonal_(layer.weight, std)
     torch.nn.init.constant_(layer.bias, bias_const)
     return layer
@@ -435,6 +439,7 @@ class Rollout:
         self.final_values = np.zeros((num_steps, num_envs), dtype=np.float32)  # V(s_{t+1}) where an episode ended
 
 
+# Copied from common.ppo.collect_rollout
 def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarray, rollout: Rollout):
     """Run the current policy pi_old for T steps in the N envs, filling `rollout`.
 
@@ -474,6 +479,7 @@ def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarr
     return next_obs, last_value, episodes
 
 
+# Copied from common.ppo.compute_gae
 def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, gae_lambda: float) -> np.ndarray:
     """Generalized Advantage Estimation over a rollout, backwards in time. NumPy arrays of shape [T] (or [T, N]).
 
@@ -495,6 +501,7 @@ def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, 
     return advantages
 
 
+# Copied from common.ppo.clipped_surrogate_loss
 def clipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip_coef: float) -> torch.Tensor:
     """-L^CLIP, to minimize. L^CLIP = E[min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t)]      (paper eq. 7)
 
@@ -506,6 +513,7 @@ def clipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip_c
     return -torch.min(unclipped, clipped).mean()
 
 
+# Copied from common.ppo.clipped_value_loss
 def clipped_value_loss(newvalue, oldvalue, returns, vf_clip_coef: float) -> torch.Tensor:
     """L^VF with the value clipped like the ratio ([37] detail 9):
     0.5 * max((V - V^targ)^2, (V_old + clip(V - V_old, -eps_v, eps_v) - V^targ)^2)
@@ -643,6 +651,7 @@ def restore_rng(states: dict, device: torch.device) -> None:
         torch.cuda.set_rng_state(states["cuda"], device)
 
 
+# Copied from common.checkpoints.check_resume
 def check_resume(args: Args, ckpt: dict) -> None:
     """--resume goes on update by update, so the shape of an update cannot change; and there must be steps left."""
     for name in ("num_envs", "num_steps"):
@@ -655,6 +664,7 @@ def check_resume(args: Args, ckpt: dict) -> None:
              f"give a larger --total-timesteps to train longer")
 
 
+# Copied from common.checkpoints.restore_agent
 def restore_agent(agent: nn.Module, ckpt: dict, path: str) -> None:
     try:
         agent.load_state_dict(ckpt["agent"])
@@ -662,6 +672,7 @@ def restore_agent(agent: nn.Module, ckpt: dict, path: str) -> None:
         fail(f"the network in {path} does not fit this one ({str(e).splitlines()[-1].strip()})")
 
 
+# Copied from common.checkpoints.args_from_checkpoint
 def args_from_checkpoint(args: Args) -> tuple[Args, dict]:
     """--resume / --play: the checkpoint's Args become the defaults, and the flags given override them."""
     path = args.resume or args.play
@@ -931,6 +942,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         raise SystemExit(130)  # the conventional status of a program stopped by Ctrl-C
 
 
+# Copied from common.cli.main
 def main() -> None:
     args = tyro.cli(Args, description=__doc__)
     if args.resume and args.play:

@@ -1,0 +1,89 @@
+"""Checkpoints, written atomically and read with weights_only=True, and what --resume and --play take from them,
+where several scripts do it word for word:
+
+- save_checkpoint, a one-process run's whole state: ppo_cartpole.py, ppo_lunarlander_vec.py (Pendulum saves its
+  reward statistics and beta too; the torchrun scripts gather every rank's state first: common.distributed)
+- load_checkpoint: ppo_cartpole.py, ppo_lunarlander_vec.py, ppo_breakout_atari.py, and ppo_mario_cnn.py with its
+  two optimizers (`with "optimizer"->"optimizers"`)
+- check_resume, for N envs in one process: ppo_lunarlander_vec.py, ppo_pendulum_continuous.py
+- restore_agent, args_from_checkpoint: every script
+
+Like every module of common/, it holds the originals of checked copies and no script imports it: each copy sits in
+its script under `# Copied from common.checkpoints.<name>`, `python -m common.check_copies` fails when one drifts
+and `--fix` rewrites it from here. The names used below but neither defined nor imported here are the carrying
+script's own: SCRIPT, Args, fail, rng_states.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import torch
+import tyro
+
+
+def save_checkpoint(path: str, args: Args, agent: nn.Module, optimizer: optim.Optimizer, global_step: int,
+                    iteration: int, schedule: dict) -> None:
+    """Write to a temporary file, then rename: a crash mid-write never leaves a half-written checkpoint."""
+    state = {
+        "script": SCRIPT,
+        "args": dataclasses.asdict(args),
+        "agent": agent.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "global_step": global_step,
+        "iteration": iteration,
+        "schedule": schedule,
+        "rng": rng_states(next(agent.parameters()).device),
+    }
+    torch.save(state, path + ".tmp")
+    os.replace(path + ".tmp", path)
+
+
+def load_checkpoint(path: str) -> dict:
+    """Read a checkpoint of this script, or fail with one line that says what is wrong with the file."""
+    if not os.path.isfile(path):
+        fail(f"no checkpoint at {path}")
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # truncated, not a torch file, or holding objects that weights_only refuses
+        fail(f"{path} is not a readable checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
+    if not isinstance(ckpt, dict) or not {"script", "args", "agent"} <= ckpt.keys():
+        fail(f"{path} is not a checkpoint of this library")
+    if ckpt["script"] != SCRIPT:
+        fail(f"{path} was written by {ckpt['script']}, not {SCRIPT}")
+    missing = {"optimizer", "global_step", "iteration", "schedule", "rng"} - ckpt.keys()
+    if missing:
+        fail(f"{path} is an incomplete checkpoint (no {', '.join(sorted(missing))})")
+    return ckpt
+
+
+def check_resume(args: Args, ckpt: dict) -> None:
+    """--resume goes on update by update, so the shape of an update cannot change; and there must be steps left."""
+    for name in ("num_envs", "num_steps"):
+        if getattr(args, name) != ckpt["args"][name]:
+            flag = "the number of torchrun ranks" if name == "world_size" else "--" + name.replace("_", "-")
+            fail(f"{flag} cannot change on --resume ({ckpt['args'][name]} in {args.resume}, {getattr(args, name)} "
+                 "now): the step count, the buffers and the annealing go update by update")
+    if ckpt["global_step"] + args.num_envs * args.num_steps > args.total_timesteps:
+        fail(f"{args.resume} has already trained {ckpt['global_step']} steps; "
+             f"give a larger --total-timesteps to train longer")
+
+
+def restore_agent(agent: nn.Module, ckpt: dict, path: str) -> None:
+    try:
+        agent.load_state_dict(ckpt["agent"])
+    except RuntimeError as e:
+        fail(f"the network in {path} does not fit this one ({str(e).splitlines()[-1].strip()})")
+
+
+def args_from_checkpoint(args: Args) -> tuple[Args, dict]:
+    """--resume / --play: the checkpoint's Args become the defaults, and the flags given override them."""
+    path = args.resume or args.play
+    ckpt = load_checkpoint(path)
+    saved = {k: v for k, v in ckpt["args"].items() if k in {f.name for f in dataclasses.fields(Args)}}
+    defaults = dataclasses.replace(Args(**saved), resume=args.resume, play=args.play)
+    args = tyro.cli(Args, default=defaults, description=__doc__)
+    if args.env_id != ckpt["args"]["env_id"]:
+        fail(f"{path} holds a policy for {ckpt['args']['env_id']}, not for --env-id {args.env_id}")
+    return args, ckpt

@@ -1,0 +1,113 @@
+"""The algorithm's code that several lessons share word for word: the networks' initialization, the vector-env
+rollout of the MLP lessons, GAE and the losses. It is lesson text, kept readable in place as a copy in each script:
+
+- layer_init: every script
+- collect_rollout: ppo_lunarlander_vec.py, ppo_pendulum_continuous.py (CartPole steps a single env; the pixel
+  lessons' rollouts also stop at a Ctrl-C and read more at an episode's end)
+- compute_gae, clipped_surrogate_loss: every script
+- clipped_value_loss: ppo_lunarlander_vec.py, ppo_pendulum_continuous.py, ppo_breakout_atari.py
+
+Like every module of common/, it holds the originals of checked copies and no script imports it: each copy sits in
+its script under `# Copied from common.ppo.<name>`, `python -m common.check_copies` fails when one drifts and
+`--fix` rewrites it from here. The names used below but neither defined nor imported here are the carrying script's
+own: Agent, Rollout.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+
+
+def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Module:
+    """Orthogonal weights with gain `std`, zero biases ([37] detail 2). sqrt(2) is the ReLU gain (tanh's is 5/3);
+    the reference implementations (openai/baselines, CleanRL) give it to their hidden layers, ReLU and tanh alike."""
+    torch.nn.init.orthogonal_(layer.weight, std)
+    torch.nn.init.constant_(layer.bias, bias_const)
+    return layer
+
+
+def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarray, rollout: Rollout):
+    """Run the current policy pi_old for T steps in the N envs, filling `rollout`.
+
+    Returns the observation to continue from, V of it (last_value, for GAE) and the episodes that ended, as
+    (step, return, length) tuples.
+    """
+    device = next(agent.parameters()).device
+    episodes = []
+    for step in range(len(rollout.obs)):
+        rollout.obs[step] = next_obs
+        with torch.inference_mode():  # acting needs no gradients: they are recomputed in the update
+            action, logprob, _, value = agent.get_action_and_value(torch.as_tensor(next_obs, device=device))
+        rollout.actions[step], rollout.logprobs[step], rollout.values[step] = (
+            action.cpu().numpy(), logprob.cpu().numpy(), value.cpu().numpy())
+
+        next_obs, rollout.rewards[step], terminated, truncated, info = envs.step(rollout.actions[step])
+        rollout.dones[step] = terminated | truncated
+        rollout.final_values[step] = 0.0  # terminated: the MDP ended, there is no future reward, V(s_{t+1}) = 0
+        if "final_obs" in info:
+            # Some envs ended at this step and were already reset (SAME_STEP): next_obs holds the first
+            # observation of their new episode, and info["final_obs"] the one they ended on. A truncated
+            # episode was cut by a time limit in a state that is not terminal, and the agent would have
+            # collected more reward: bootstrap from V(final observation) ([TL]). Termination wins: gymnasium's
+            # TimeLimit also sets truncated on the limit step when the episode terminated there, and then the
+            # MDP ended (V = 0) whatever the clock says.
+            bootstrap = truncated & ~terminated
+            if bootstrap.any():
+                final_obs = np.stack(info["final_obs"][bootstrap]).astype(np.float32)
+                with torch.inference_mode():
+                    rollout.final_values[step, bootstrap] = agent.get_value(
+                        torch.as_tensor(final_obs, device=device)).cpu().numpy()
+            stats = info["final_info"]["episode"]
+            for i in np.flatnonzero(info["final_info"]["_episode"]):
+                episodes.append((step, float(stats["r"][i]), int(stats["l"][i])))
+    with torch.inference_mode():
+        last_value = agent.get_value(torch.as_tensor(next_obs, device=device)).cpu().numpy()
+    return next_obs, last_value, episodes
+
+
+def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, gae_lambda: float) -> np.ndarray:
+    """Generalized Advantage Estimation over a rollout, backwards in time. NumPy arrays of shape [T] (or [T, N]).
+
+    dones[t] = 1 where an episode ended at step t, by termination or truncation: no advantage flows back
+    across it. final_values[t], read only there, is the V(s_{t+1}) the return should see: 0 when the episode
+    terminated (no future reward), V(final observation) when a time limit truncated it (the agent would have
+    gone on collecting reward, [TL]). last_value = V(s_T), the state after the rollout's last step.
+    """
+    # V(s_{t+1}) for every step: the next row's value, last_value after the last row, final_values at ends.
+    next_values = np.where(dones == 1, final_values, np.concatenate([values[1:], [last_value]]))
+    advantages = np.zeros_like(rewards)
+    last_gae = 0.0
+    for t in reversed(range(len(rewards))):
+        # delta_t = r_t + gamma * V(s_{t+1}) - V(s_t)                              (paper eq. 12)
+        delta = rewards[t] + gamma * next_values[t] - values[t]
+        # A_t = delta_t + gamma * lambda * A_{t+1}, cut at episode ends            (paper eq. 11)
+        last_gae = delta + gamma * gae_lambda * (1.0 - dones[t]) * last_gae
+        advantages[t] = last_gae
+    return advantages
+
+
+def clipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip_coef: float) -> torch.Tensor:
+    """-L^CLIP, to minimize. L^CLIP = E[min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t)]      (paper eq. 7)
+
+    The min makes it a pessimistic bound: once the ratio r_t has moved past 1 + eps (A > 0) or below 1 - eps
+    (A < 0), the clipped term is the smaller one and its gradient is zero (the flat parts of Figure 1).
+    """
+    unclipped = ratio * advantages
+    clipped = torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef) * advantages
+    return -torch.min(unclipped, clipped).mean()
+
+
+def clipped_value_loss(newvalue, oldvalue, returns, vf_clip_coef: float) -> torch.Tensor:
+    """L^VF with the value clipped like the ratio ([37] detail 9):
+    0.5 * max((V - V^targ)^2, (V_old + clip(V - V_old, -eps_v, eps_v) - V^targ)^2)
+
+    Like L^CLIP, a pessimistic bound: a step that moves V further than eps_v from the V that collected the
+    data earns no more credit for it. The paper uses the plain squared error; the reference implementations
+    (openai/baselines, CleanRL) clip. [37] ran no ablation of it; it cites Engstrom et al. 2020 (arXiv:2005.12729)
+    and Andrychowicz et al. 2021 (arXiv:2006.05990), who found that it can hurt. `--no-clip-vloss` turns it off.
+    """
+    clipped = oldvalue + torch.clamp(newvalue - oldvalue, -vf_clip_coef, vf_clip_coef)
+    return 0.5 * torch.max((newvalue - returns) ** 2, (clipped - returns) ** 2).mean()

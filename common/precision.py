@@ -1,0 +1,33 @@
+"""The number formats of the CNN lessons, ppo_breakout_atari.py and ppo_mario_cnn.py, word for word in both:
+use_bf16, where the CNNs compute in bfloat16, and set_cudnn_flags, which keeps float32 convolutions float32 on a
+GPU (no TF32) and deterministic when asked.
+
+Like every module of common/, it holds the originals of checked copies and no script imports it: each copy sits in
+its script under `# Copied from common.precision.<name>`, `python -m common.check_copies` fails when one drifts and
+`--fix` rewrites it from here. The names used below but neither defined nor imported here are the carrying script's
+own: Args.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def use_bf16(args: Args, device: torch.device) -> bool:
+    """--precision auto: bf16 where the device has native bfloat16 arithmetic, where it pays; fp32 elsewhere
+    (CPUs without it emulate bfloat16, slower than float32)."""
+    if args.precision != "auto":
+        return args.precision == "bf16"
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported(including_emulation=False)
+    return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
+
+
+def set_cudnn_flags(args: Args) -> None:
+    """On a GPU, cuDNN picks the fastest convolution algorithm, or a deterministic one if asked. And float32 is
+    computed as float32: by default cuDNN runs float32 convolutions in TF32 (10 mantissa bits) on Ampere and
+    later GPUs, where log pi_old of the rollout (batches of N envs) and of the update (minibatches) then differ
+    by ~1e-3 and the ratio r_t no longer starts at 1 (benchmarks/gpu_check.py measures it)."""
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    torch.backends.cudnn.benchmark = not args.torch_deterministic
+    torch.backends.cudnn.allow_tf32 = False
