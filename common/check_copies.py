@@ -3,8 +3,8 @@
 Every ``ppo_*.py`` script in this library is one self-contained file: instead of importing a wrapper from
 ``common/wrappers.py`` it carries a copy of it, directly below a marker comment::
 
-    # Copied from common.wrappers.SkipFrame
-    class SkipFrame(gym.Wrapper):
+    # Copied from common.wrappers.MaxAndSkip
+    class MaxAndSkip(gym.Wrapper):
         ...
 
 This module compares every such copy with its original, as Hugging Face transformers'
@@ -14,18 +14,15 @@ Marker syntax
 -------------
 ::
 
-    # Copied from <module>.<Name>[.<member>...] [with Old->New[, Old->New ...]]
+    # Copied from <module>.<Name> [with Old->New[, Old->New ...]]
 
 - ``<module>`` is a dotted module path, resolved relative to the repository root: ``common.wrappers`` is
-  ``common/wrappers.py`` (or ``common/wrappers/__init__.py``).
-- ``<Name>`` is a top-level class or function of that module; each further ``.member`` steps into a class,
-  so ``common.wrappers.SkipFrame.step`` is the method ``step`` of the class ``SkipFrame``.
+  ``common/wrappers.py``. ``<Name>`` is a top-level class or function of that module.
 - ``with Old->New, ...`` renames: each pair is applied in order, as a plain text replacement
-  (``str.replace``), to the original's text before it is compared with the copy. Example:
-  ``# Copied from common.wrappers.SkipFrame with SkipFrame->MaxAndSkip, skip->frame_skip``.
-- The copy is the class or function whose first line (its first decorator, if it has any) is the next
-  non-blank line after the marker. The marker may be indented (a method copied into a class), and the copy
-  may sit at another indentation than the original: the original is re-indented to the copy's first.
+  (``str.replace``), to the original's text before it is compared with the copy. ppo_mario_cnn.py's
+  ``# Copied from common.checkpoints.load_checkpoint with "optimizer"->"optimizers"`` is one.
+- The copy is the top-level class or function whose first line (its first decorator, if it has any) is the
+  next non-blank line after the marker.
 - Trailing whitespace on a line is ignored; every other character must match.
 - Every comment line that starts with ``Copied from`` is a marker, so a mistyped marker is reported rather
   than silently skipped (say "adapted from" in ordinary comments). Text inside strings and docstrings is
@@ -61,9 +58,6 @@ FIX_HINT = "run python -m common.check_copies --fix"
 DEFAULT_ROOT = Path(__file__).resolve().parent.parent
 # A drift report shows at most this many diff lines; the full picture is one --fix (and git diff) away.
 MAX_DIFF_LINES = 40
-# --fix rewrites a file, then checks it again. A copy nested inside another copy needs a second pass
-# (see _rewrite); the bound stops an original that contradicts itself from looping forever.
-MAX_FIX_PASSES = 5
 
 
 @dataclass
@@ -106,23 +100,9 @@ class _Copy:
 
 
 def _read_lines(path: Path) -> list[str]:
-    """The file's lines with their line endings untranslated ("\\r\\n" stays "\\r\\n").
-
-    newline="" splits on "\\n", "\\r\\n" and "\\r", as Python's own tokenizer does, so index i is ast's line
-    i + 1 (str.splitlines would also split on form feeds and miscount). Keeping the endings lets --fix
-    write every line it does not rewrite back byte for byte.
-    """
-    with open(path, encoding="utf-8", newline="") as f:
+    """The file's lines, each with its "\\n": index i is ast's line i + 1."""
+    with open(path, encoding="utf-8") as f:
         return f.readlines()
-
-
-def _ending(line: str) -> str:
-    """The line ending of ``line``: "\\n", "\\r\\n", "\\r", or "" for a last line without one."""
-    return line[len(line.rstrip("\r\n")) :]
-
-
-def _indentation(line: str) -> str:
-    return line[: len(line) - len(line.lstrip())]
 
 
 def _first_line(node: ast.AST) -> int:
@@ -151,7 +131,7 @@ def _marker_comments(source: str) -> list[tuple[int, str]]:
     same line is not a marker either.
     """
     markers = []
-    for token in tokenize.generate_tokens(io.StringIO(source, newline="").readline):
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
         if token.type != tokenize.COMMENT or token.line[: token.start[1]].strip():
             continue
         text = token.string.lstrip("#").strip()
@@ -161,13 +141,13 @@ def _marker_comments(source: str) -> list[tuple[int, str]]:
 
 
 def _definitions(tree: ast.Module) -> dict[int, ast.AST]:
-    """Every class and function of a module, nested ones included, by the line it starts on."""
-    return {_first_line(node): node for node in ast.walk(tree) if isinstance(node, DEFINITIONS)}
+    """The top-level classes and functions of a module, by the line each starts on."""
+    return {_first_line(node): node for node in tree.body if isinstance(node, DEFINITIONS)}
 
 
 def _copy_below(lines: list[str], definitions: dict[int, ast.AST], marker_line: int) -> tuple[int, ast.AST | None]:
-    """The copy a marker names: the definition starting on the next non-blank line below it (None if that line
-    starts none), and that line."""
+    """The copy a marker names: the top-level definition starting on the next non-blank line below it (None if
+    that line starts none), and that line."""
     start = marker_line + 1
     while start <= len(lines) and not lines[start - 1].strip():
         start += 1
@@ -224,42 +204,15 @@ def parse_marker(text: str) -> tuple[str, list[tuple[str, str]]]:
 # ------------------------------------------------------------------------------------------------------
 
 
-def _module_file(root: Path, parts: list[str]) -> tuple[Path, list[str]] | None:
-    """Split a dotted path into the module file it names and the definition names inside that module.
-
-    The longest prefix that is a module wins: ["common", "wrappers", "SkipFrame", "step"] tries
-    common/wrappers/SkipFrame.py, then common/wrappers.py, which exists, and returns it with
-    ["SkipFrame", "step"]. At least one name must be left over for the definition.
-    """
-    for split in range(len(parts) - 1, 0, -1):
-        base = root.joinpath(*parts[:split])
-        for candidate in (base.parent / f"{base.name}.py", base / "__init__.py"):
-            if candidate.is_file():
-                return candidate, parts[split:]
-    return None
-
-
-def _find_definition(body: list[ast.stmt], names: list[str]) -> ast.AST | None:
-    """Follow ``names`` down through the definitions in ``body``: ["SkipFrame", "step"] is a method."""
-    node = None
-    for name in names:
-        matches = [child for child in body if isinstance(child, DEFINITIONS) and child.name == name]
-        if not matches:
-            return None
-        node = matches[-1]  # a later definition replaces an earlier one, as when Python runs the module
-        body = node.body
-    return node
-
-
 def _find_original(root: Path, target: str, modules: dict[Path, tuple[list[str], ast.Module]]):
     """(module file, its lines, the definition node) for a dotted target; LookupError says why not.
 
     ``modules`` caches each parsed module, since many copies share one original file.
     """
-    found = _module_file(root, target.split("."))
-    if found is None:
-        raise LookupError("no module file for it under the repository root")
-    path, names = found
+    *module, name = target.split(".")
+    path = root.joinpath(*module).with_suffix(".py")
+    if not path.is_file():
+        raise LookupError(f"no module file {_relative(root, path)}")
     if path not in modules:
         lines = _read_lines(path)
         try:
@@ -267,30 +220,19 @@ def _find_original(root: Path, target: str, modules: dict[Path, tuple[list[str],
         except SyntaxError as error:
             raise LookupError(f"{_relative(root, path)} does not parse: {error.msg}") from None
     lines, tree = modules[path]
-    node = _find_definition(tree.body, names)
-    if node is None:
-        raise LookupError(f"{_relative(root, path)} has no class or function {'.'.join(names)}")
-    return path, lines, node
+    # The last definition of the name, as when Python runs the module.
+    nodes = [node for node in tree.body if isinstance(node, DEFINITIONS) and node.name == name]
+    if not nodes:
+        raise LookupError(f"{_relative(root, path)} has no top-level class or function {name}")
+    return path, lines, nodes[-1]
 
 
-def _expected_copy(original: list[str], renames: list[tuple[str, str]], indent: str) -> list[str]:
-    """The original's lines as the copy should read them: renamed, re-indented, trailing space removed."""
+def _expected_copy(original: list[str], renames: list[tuple[str, str]]) -> list[str]:
+    """The original's lines as the copy should read them: renamed, trailing whitespace removed."""
     text = "".join(original)
     for old, new in renames:  # in order, so a later pair sees the result of an earlier one
         text = text.replace(old, new)
-    lines = [line.rstrip() for line in io.StringIO(text, newline="").readlines()]
-    old_indent = _indentation(lines[0])
-    expected = []
-    for line in lines:
-        if not line:
-            expected.append("")
-        elif line.startswith(old_indent):
-            expected.append(indent + line[len(old_indent) :])
-        else:
-            # Less indented than the definition's first line: only possible inside a multi-line string,
-            # whose content must not change, so leave it where it is.
-            expected.append(line)
-    return expected
+    return [line.rstrip() for line in io.StringIO(text).readlines()]
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -321,7 +263,7 @@ def _check_script(root: Path, path: Path, modules: dict) -> tuple[int, list[Prob
 
         start, copy = _copy_below(lines, definitions, marker_line)
         if copy is None:
-            message = "marker is not directly above a class or function definition"
+            message = "marker is not directly above a top-level class or function definition"
             problems.append(Problem(name, marker_line, message))
             continue
 
@@ -333,7 +275,7 @@ def _check_script(root: Path, path: Path, modules: dict) -> tuple[int, list[Prob
 
         original_start = _first_line(original)
         original_lines = module_lines[original_start - 1 : original.end_lineno]
-        expected = _expected_copy(original_lines, renames, indent=_indentation(lines[start - 1]))
+        expected = _expected_copy(original_lines, renames)
         actual = [line.rstrip() for line in lines[start - 1 : copy.end_lineno]]
         if actual == expected:
             continue
@@ -349,30 +291,15 @@ def _check_script(root: Path, path: Path, modules: dict) -> tuple[int, list[Prob
     return len(markers), problems, drifted
 
 
-def _rewrite(path: Path, copies: list[_Copy]) -> list[_Copy]:
-    """Replace each drifted copy in ``path`` with its expected text; return the copies rewritten.
-
-    Copies are rewritten bottom-up, so a rewrite that changes the number of lines never moves a copy
-    still waiting above it. A copy that encloses one already rewritten in this pass (a class copy around
-    a method copy) has stale line numbers; it is left for the next pass, which re-reads the file.
-    Lines outside the copies are written back untouched, line endings included.
-    """
+def _rewrite(path: Path, copies: list[_Copy]) -> None:
+    """Replace each drifted copy in ``path`` with its expected text. Copies are rewritten bottom-up, so a
+    rewrite that changes the number of lines never moves a copy still waiting above it; the lines outside
+    the copies are written back untouched."""
     lines = _read_lines(path)
-    newline = next((_ending(line) for line in lines if _ending(line)), "\n")  # the file's own style
-    rewritten = []
-    lowest_rewritten = len(lines) + 1
     for copy in sorted(copies, key=lambda c: c.start, reverse=True):
-        if copy.end >= lowest_rewritten:
-            continue
-        new = [line + newline for line in copy.expected]
-        if not _ending(lines[copy.end - 1]):  # the copy ended the file without a final newline: keep that
-            new[-1] = copy.expected[-1]
-        lines[copy.start - 1 : copy.end] = new
-        lowest_rewritten = copy.start
-        rewritten.append(copy)
-    with open(path, "w", encoding="utf-8", newline="") as f:
+        lines[copy.start - 1 : copy.end] = [line + "\n" for line in copy.expected]
+    with open(path, "w", encoding="utf-8") as f:
         f.write("".join(lines))
-    return rewritten
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -392,16 +319,13 @@ def check(root: Path, fix: bool = False, files: list[Path] | None = None) -> Rep
     problems: list[Problem] = []
     n_copies = 0
     for script in scripts:
-        passes = 0
-        while True:
-            n_markers, script_problems, drifted = _check_script(root, script, modules)
-            if not fix or not drifted or passes == MAX_FIX_PASSES:
-                break
-            for copy in _rewrite(script, drifted):
+        n_markers, script_problems, drifted = _check_script(root, script, modules)
+        if fix and drifted:
+            _rewrite(script, drifted)
+            for copy in drifted:
                 message = f"rewrote copy of {copy.target}"
                 problems.append(Problem(_relative(root, script), copy.marker_line, message, fixed=True))
-            modules.pop(script.resolve(), None)  # in case this script is also some copy's original
-            passes += 1
+            _, script_problems, _ = _check_script(root, script, modules)  # what the rewrite could not fix
         problems += script_problems
         n_copies += n_markers
     return Report(problems, len(scripts), n_copies)

@@ -57,14 +57,6 @@ import gymnasium as gym
 
 {FRAME_CONFIG}'''
 
-# SkipFrame.step as it sits inside the class: indented by four spaces.
-SKIP_FRAME_STEP = SKIP_FRAME[SKIP_FRAME.index("    def step") :]
-
-
-def indent(text: str, prefix: str = "    ") -> str:
-    return textwrap.indent(text, prefix)
-
-
 def make_repo(tmp_path: Path, **scripts: str) -> Path:
     """A fake repository: common/wrappers.py plus the given scripts, e.g. ppo_a="..." -> ppo_a.py."""
     (tmp_path / "common").mkdir()
@@ -99,25 +91,6 @@ def test_exact_copies_pass(tmp_path):
     root = make_repo(tmp_path, ppo_a=text)
     assert find_problems(root) == []
     assert main(["--root", str(root)]) == 0
-
-
-def test_copy_at_another_indentation_passes(tmp_path):
-    # A top-level function copied as a method, and a method copied into another class at the same depth.
-    text = script(
-        "class Agent:\n    # Copied from common.wrappers.scale_reward\n" + indent(SCALE_REWARD),
-        "class MySkip(gym.Wrapper):\n    # Copied from common.wrappers.SkipFrame.step\n" + SKIP_FRAME_STEP,
-        "# Copied from common.wrappers.SkipFrame.step\n" + textwrap.dedent(SKIP_FRAME_STEP),
-    )
-    root = make_repo(tmp_path, ppo_a=text)
-    assert find_problems(root) == []
-
-
-def test_drift_at_another_indentation_is_caught(tmp_path):
-    copy = indent(SCALE_REWARD).replace("reward * factor", "reward * factor * 2")
-    text = script("class Agent:\n    # Copied from common.wrappers.scale_reward\n" + copy)
-    root = make_repo(tmp_path, ppo_a=text)
-    [problem] = find_problems(root)
-    assert "drifted" in problem.message
 
 
 def test_trailing_whitespace_is_ignored(tmp_path):
@@ -229,7 +202,16 @@ def test_marker_not_above_a_definition_is_reported(tmp_path, below):
     root = make_repo(tmp_path, ppo_a=text)
     problems = find_problems(root)
     assert [(p.path, p.line, p.message) for p in problems] == [
-        ("ppo_a.py", 2, "marker is not directly above a class or function definition")
+        ("ppo_a.py", 2, "marker is not directly above a top-level class or function definition")
+    ]
+
+
+def test_marker_above_a_method_is_reported(tmp_path):
+    # Copies are top-level classes and functions: a method is not one.
+    text = "class Agent:\n    # Copied from common.wrappers.scale_reward\n" + textwrap.indent(SCALE_REWARD, "    ")
+    root = make_repo(tmp_path, ppo_a=text)
+    assert [(p.line, p.message) for p in find_problems(root)] == [
+        (2, "marker is not directly above a top-level class or function definition")
     ]
 
 
@@ -238,7 +220,7 @@ def test_marker_between_decorator_and_definition_is_reported(tmp_path):
     text = "@decorator\n# Copied from common.wrappers.scale_reward\n" + SCALE_REWARD
     root = make_repo(tmp_path, ppo_a=text)
     assert [(p.line, p.message) for p in find_problems(root)] == [
-        (2, "marker is not directly above a class or function definition")
+        (2, "marker is not directly above a top-level class or function definition")
     ]
 
 
@@ -268,14 +250,10 @@ def test_malformed_marker_is_reported(tmp_path, marker):
 
 
 def test_fix_rewrites_two_drifted_copies(tmp_path, capsys):
-    # Two drifted copies: the upper one shrinks by a line when fixed, so the lower one's line numbers move.
+    # Two hand-edited copies: the upper one shrinks by a line when fixed, so the lower one's line numbers move.
     good_skip = f"# Copied from common.wrappers.SkipFrame {RENAMES}\n" + RENAMED
     bad_skip = good_skip.replace("total += reward\n", "total += reward\n            total -= 0\n")
-    good_scale = (
-        "class Agent:\n    # Copied from common.wrappers.scale_reward\n"
-        + indent(SCALE_REWARD)
-        + "\n    def act(self):\n        pass\n"
-    )
+    good_scale = "# Copied from common.wrappers.scale_reward\n" + SCALE_REWARD
     bad_scale = good_scale.replace("return reward * factor", "return reward")
     in_sync = "# Copied from common.wrappers.FrameConfig\n" + FRAME_CONFIG
     untouched = "def untouched():  \n    return 1   # trailing spaces stay\n"
@@ -301,37 +279,6 @@ def test_fix_rewrites_two_drifted_copies(tmp_path, capsys):
     assert f"ppo_a.py:{skip_line}: rewrote copy of common.wrappers.SkipFrame" in out
     assert (root / "ppo_a.py").read_text() == expected
     assert main(["--root", str(root)]) == 0
-
-
-def test_fix_keeps_crlf_line_endings(tmp_path):
-    expected = script("# Copied from common.wrappers.scale_reward\n" + SCALE_REWARD).replace("\n", "\r\n").encode()
-    drifted = expected.replace(b"reward * factor", b"reward")
-    root = make_repo(tmp_path)
-    (root / "ppo_a.py").write_bytes(drifted)
-    assert [p.fixed for p in find_problems(root, fix=True)] == [True]
-    assert (root / "ppo_a.py").read_bytes() == expected
-
-
-def test_fix_of_a_copy_ending_the_file_without_a_newline(tmp_path):
-    expected = "# Copied from common.wrappers.scale_reward\n" + SCALE_REWARD.rstrip("\n")
-    root = make_repo(tmp_path, ppo_a=expected.replace("reward * factor", "reward"))
-    find_problems(root, fix=True)
-    assert (root / "ppo_a.py").read_text() == expected
-
-
-def test_fix_of_nested_copies(tmp_path):
-    # A copied class holding a copied method: both drifted, the inner one by an extra line, which moves the
-    # end of the outer one. The fix needs two passes (see _rewrite).
-    holder = "class Holder:\n    # Copied from common.wrappers.scale_reward\n" + indent(SCALE_REWARD)
-    wrappers = WRAPPERS + "\n\n" + holder
-    expected = script("# Copied from common.wrappers.Holder\n" + holder)
-    drifted = expected.replace("return reward * factor", "reward += 1\n        return reward")
-    drifted = drifted.replace("class Holder:\n", "class Holder:\n    x = 1\n")
-    root = make_repo(tmp_path, ppo_a=drifted)
-    (root / "common" / "wrappers.py").write_text(wrappers)
-    assert find_problems(root) != []
-    assert all(p.fixed for p in find_problems(root, fix=True))
-    assert (root / "ppo_a.py").read_text() == expected
 
 
 # --------------------------------------------------------------------------------------------------------
