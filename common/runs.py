@@ -1,0 +1,132 @@
+"""The plumbing of a training run that the scripts share word for word, so that train() can hold PPO and little else:
+
+- RunLog: the run folder, TensorBoard (CleanRL's tag names), the progress bar and the steps per second: every
+  script (only rank 0 writes under torchrun)
+- explained_variance: the critic's diagnostic logged after every update: every script
+- seed_everything, restore_run, CtrlC, end_of_run: the scripts that train in one process (ppo_cartpole.py,
+  ppo_lunarlander_vec.py, ppo_pendulum_continuous.py); the torchrun scripts have twins in common.distributed
+- run_folder: every script
+
+Like every module of common/, it holds the originals of checked copies and no script imports it: each copy sits in
+its script under `# Copied from common.runs.<name>`, `python -m common.check_copies` fails when one drifts and
+`--fix` rewrites it from here. The names used below but neither defined nor imported here are the carrying script's
+own: SCRIPT, Args, restore_agent, resumed_schedule, restore_rng.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import os
+import random
+import signal
+import time
+from typing import Optional
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.optim as optim
+import tqdm
+from torch.utils.tensorboard import SummaryWriter
+
+
+def run_folder(args: Args) -> str:
+    """runs/<env-id>__<exp-name>__<seed>__<unix time>/ for a new run; a resumed run keeps writing into its own
+    folder, and TensorBoard continues its curves."""
+    if args.resume:
+        return os.path.dirname(os.path.abspath(args.resume))
+    return os.path.join("runs", f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}")
+
+
+def seed_everything(args: Args) -> torch.device:
+    """Seed Python, NumPy and torch, so that the same seed gives the same run on the CPU; return the device."""
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.use_deterministic_algorithms(args.torch_deterministic)
+    return torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+
+
+def restore_run(args: Args, ckpt: Optional[dict], agent: nn.Module, optimizer: optim.Optimizer,
+                device: torch.device) -> tuple[int, int, dict]:
+    """(global_step, first update, annealing schedule) of a new run; resuming, the checkpoint's, with the weights,
+    the optimizer's state and the random generators restored from it."""
+    if ckpt is None:
+        return 0, 1, {"start": 1.0, "from_iteration": 1, "num_iterations": args.num_iterations}
+    restore_agent(agent, ckpt, args.resume)
+    optimizer.load_state_dict(ckpt["optimizer"])
+    restore_rng(ckpt["rng"], device)
+    schedule = resumed_schedule(ckpt["schedule"], ckpt["iteration"], args.num_iterations)
+    return ckpt["global_step"], ckpt["iteration"] + 1, schedule
+
+
+class RunLog:
+    """What a run reports: scalars to TensorBoard in the run folder, the progress bar with the mean return of the
+    last 20 episodes, and the steps per second. The folder is made here, once the env and the checkpoint have been
+    accepted, so that a refused run leaves nothing behind. Under torchrun only rank 0 writes."""
+
+    def __init__(self, args: Args, run_dir: str, device: torch.device, global_step: int, rank: int = 0):
+        self.writer = None
+        if rank == 0:
+            os.makedirs(run_dir, exist_ok=True)
+            self.writer = SummaryWriter(run_dir)
+            self.writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(
+                f"|{k}|{v}|" for k, v in dataclasses.asdict(args).items()))
+            print(f"run folder {run_dir}, training on {device} (curves: tensorboard --logdir {os.path.dirname(run_dir)})")
+        self.recent_returns = collections.deque(maxlen=20)
+        self.progress = tqdm.tqdm(total=args.total_timesteps, initial=global_step, unit="step", dynamic_ncols=True,
+                                  disable=rank != 0)
+        self.start_time, self.start_step = time.time(), global_step
+
+    def scalar(self, tag: str, value: float, step: int) -> None:
+        if self.writer is not None:
+            self.writer.add_scalar(tag, value, step)
+
+    def episode(self, episodic_return: float, length: int, step: int) -> None:
+        self.recent_returns.append(episodic_return)
+        self.scalar("charts/episodic_return", episodic_return, step)
+        self.scalar("charts/episodic_length", length, step)
+
+    def update(self, global_step: int, steps: int, scalars: dict) -> None:
+        """After an update: its scalars, the steps per second, and the progress bar moved on by `steps`."""
+        sps = int((global_step - self.start_step) / (time.time() - self.start_time))
+        for tag, value in {**scalars, "charts/SPS": sps}.items():
+            self.scalar(tag, value, global_step)
+        self.progress.update(steps)
+        if self.recent_returns:
+            self.progress.set_postfix_str(
+                f"return(last {len(self.recent_returns)}) {np.mean(self.recent_returns):.1f}, SPS {sps}")
+
+    def close(self) -> None:
+        self.progress.close()
+        if self.writer is not None:
+            self.writer.close()
+
+
+def explained_variance(returns: np.ndarray, values: np.ndarray) -> float:
+    """How much of the value targets' variance V explains: 1 is a perfect critic, 0 no better than a constant."""
+    var_returns = np.var(returns)
+    return 1 - np.var(returns - values) / var_returns if var_returns > 0 else float("nan")
+
+
+class CtrlC:
+    """Ctrl-C asks for a clean stop: the current update finishes, a checkpoint is saved, the script exits (130).
+    A second Ctrl-C quits at once."""
+
+    def __init__(self):
+        self.requested = False
+        signal.signal(signal.SIGINT, self.request)
+
+    def request(self, signum, frame) -> None:
+        self.requested = True
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        tqdm.tqdm.write("Ctrl-C: saving a checkpoint after this update (press again to quit without saving)")
+
+
+def end_of_run(checkpoint_path: str, global_step: int, stopped: bool) -> None:
+    """Say where the checkpoint is and how to watch it; a run stopped by Ctrl-C exits 130, the convention."""
+    print(f"checkpoint: {checkpoint_path} (step {global_step})")
+    print(f"watch it: python {SCRIPT} --play {checkpoint_path} --capture-video")
+    if stopped:
+        raise SystemExit(130)
