@@ -8,10 +8,10 @@ where several scripts do it word for word:
 - check_resume, for N envs in one process: ppo_lunarlander_vec.py, ppo_pendulum_continuous.py
 - restore_agent, args_from_checkpoint: every script
 
-Like every module of common/, it holds the originals of checked copies and no script imports it: each copy sits in
-its script under `# Copied from common.checkpoints.<name>`, `python -m common.check_copies` fails when one drifts
-and `--fix` rewrites it from here. The names used below but neither defined nor imported here are the carrying
-script's own: SCRIPT, Args, fail, rng_states.
+Like wrappers.py and resume.py, this module holds the originals of checked copies, and no script imports it: each
+copy sits in its script under `# Copied from common.checkpoints.<name>`, `python -m common.check_copies` fails when
+one drifts and `--fix` rewrites it from here. The names used below but neither defined nor imported here are the
+carrying script's own: SCRIPT, Args, fail, rng_states.
 """
 
 from __future__ import annotations

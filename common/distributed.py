@@ -5,13 +5,13 @@ word:
 - Silent: the SummaryWriter of every rank but 0
 - Stopper: a Ctrl-C that every rank agrees on, stopping at the next step and saving the last complete update
 - save_checkpoint: rank 0 writes the state that every rank took part in (each script's own checkpoint_state)
-- check_resume: nor can the number of ranks change on --resume
+- check_resume: what common.checkpoints.check_resume refuses, and a changed number of ranks
 - main: the number of ranks comes from torchrun's WORLD_SIZE
 
-Like every module of common/, it holds the originals of checked copies and no script imports it: each copy sits in
-its script under `# Copied from common.distributed.<name>`, `python -m common.check_copies` fails when one drifts
-and `--fix` rewrites it from here. The names used below but neither defined nor imported here are the carrying
-script's own: SCRIPT, Args, fail, check_args, args_from_checkpoint, play, train.
+Like wrappers.py and resume.py, this module holds the originals of checked copies, and no script imports it: each
+copy sits in its script under `# Copied from common.distributed.<name>`, `python -m common.check_copies` fails when
+one drifts and `--fix` rewrites it from here. The names used below but neither defined nor imported here are the
+carrying script's own: SCRIPT, Args, fail, check_args, args_from_checkpoint, play, train.
 """
 
 from __future__ import annotations

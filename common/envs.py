@@ -6,10 +6,10 @@
 - make_worker_env, an env as an async worker makes it: ppo_lunarlander_vec.py, ppo_pendulum_continuous.py (the
   pixel lessons' workers also run OpenCV on one thread: common.frames.make_worker_env)
 
-Like every module of common/, it holds the originals of checked copies and no script imports it: each copy sits in
-its script under `# Copied from common.envs.<name>`, `python -m common.check_copies` fails when one drifts and
-`--fix` rewrites it from here. The names used below but neither defined nor imported here are the carrying script's
-own: Args, fail.
+Like wrappers.py and resume.py, this module holds the originals of checked copies, and no script imports it: each
+copy sits in its script under `# Copied from common.envs.<name>`, `python -m common.check_copies` fails when one
+drifts and `--fix` rewrites it from here. The names used below but neither defined nor imported here are the
+carrying script's own: Args, fail.
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """Evaluation of the greedy policy during training, and --play, as the discrete-action MLP lessons do it word for
-word: evaluate and play in ppo_cartpole.py and ppo_lunarlander_vec.py (Pendulum's act with the Gaussian's mean
-and normalize observations; the pixel lessons sample from pi over whole games).
+word: evaluate and play in ppo_cartpole.py and ppo_lunarlander_vec.py (Pendulum's steps its env with a continuous
+action and builds its agent with the normalization's clip; the pixel lessons' sample from pi and report more
+than the return).
 
-Like every module of common/, it holds the originals of checked copies and no script imports it: each copy sits in
-its script under `# Copied from common.evaluation.<name>`, `python -m common.check_copies` fails when one drifts and
-`--fix` rewrites it from here. The names used below but neither defined nor imported here are the carrying script's
-own: Args, Agent, make_env, restore_agent.
+Like wrappers.py and resume.py, this module holds the originals of checked copies, and no script imports it: each
+copy sits in its script under `# Copied from common.evaluation.<name>`, `python -m common.check_copies` fails when
+one drifts and `--fix` rewrites it from here. The names used below but neither defined nor imported here are the
+carrying script's own: Args, Agent, make_env, restore_agent.
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 use_bf16, where the CNNs compute in bfloat16, and set_cudnn_flags, which keeps float32 convolutions float32 on a
 GPU (no TF32) and deterministic when asked.
 
-Like every module of common/, it holds the originals of checked copies and no script imports it: each copy sits in
-its script under `# Copied from common.precision.<name>`, `python -m common.check_copies` fails when one drifts and
-`--fix` rewrites it from here. The names used below but neither defined nor imported here are the carrying script's
-own: Args.
+Like wrappers.py and resume.py, this module holds the originals of checked copies, and no script imports it: each
+copy sits in its script under `# Copied from common.precision.<name>`, `python -m common.check_copies` fails when
+one drifts and `--fix` rewrites it from here. The names used below but neither defined nor imported here are the
+carrying script's own: Args.
 """
 
 from __future__ import annotations
