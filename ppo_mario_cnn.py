@@ -96,42 +96,6 @@ VIDEO_STEPS = 2_700  # a recorded episode's first 3 minutes at most (2,700 agent
 
 @dataclass
 class Args:
-    # --- experiment ---
-    exp_name: str = SCRIPT[: -len(".py")]
-    """name of the experiment: runs are saved in runs/<level>__<exp-name>__<seed>__<unix-time>/"""
-    seed: int = 1
-    """seed of Python, NumPy and torch: the same seed gives the same run on the CPU (under torchrun, rank r
-    uses seed + r); the NES itself is deterministic, the policy's sampling is what varies"""
-    torch_deterministic: bool = True
-    """let torch use deterministic algorithms only (torch.use_deterministic_algorithms; on CUDA also cuDNN's
-    deterministic convolutions and cuBLAS's fixed workspace): the same seed then repeats a run on the same
-    device, the CPU or a GPU; --no-torch-deterministic lets cuDNN pick its fastest algorithms"""
-    cuda: bool = True
-    """run the networks on CUDA when available (--no-cuda: the CPU even where a GPU is)"""
-    precision: Literal["auto", "bf16", "fp32"] = "auto"
-    """number format of the CNNs' arithmetic. bf16: their convolutions and hidden layers compute in bfloat16
-    under torch.autocast (weights, output layers, losses and Adam stay float32); fp32: float32 throughout;
-    auto: bf16 where the device computes it natively (a CPU with AVX512-BF16 or AMX, a CUDA GPU of the Ampere
-    generation or later), fp32 elsewhere"""
-    capture_video: bool = False
-    """record the evaluation episodes to MP4 under the run folder's videos/eval-<step>/ (--play: videos/play-*/)"""
-    checkpoint_every: int = 10
-    """save runs/<run>/checkpoint.pt every this many updates, and always at the end (0: only at the end)"""
-    resume: Optional[str] = None
-    """continue the run saved in this checkpoint. Kept: the weights, both optimizers, every rank's RNG states,
-    step count and annealing. Started afresh: the episodes (an emulator's state is not saved), so a resumed run
-    is not the very run that never stopped. Flags not given take the checkpoint's values; a larger
-    --total-timesteps trains longer, the annealed learning rates then falling from their last values to 0 over
-    the added updates, never up. --num-envs, --num-steps and the number of torchrun ranks cannot change"""
-    play: Optional[str] = None
-    """do not train: play the policy saved in this checkpoint for --episodes episodes, print how far Mario got"""
-    episodes: int = 10
-    """how many episodes --play runs"""
-    eval_every: int = 25
-    """evaluate the policy every this many updates, and after the last one (0: never during training)"""
-    eval_episodes: int = 5
-    """episodes per evaluation; logged as eval/mean_return, eval/mean_x_pos and eval/flag_rate"""
-
     # --- environment ---
     env_id: str = "SuperMarioBros-v0"
     """the game: SuperMarioBros-v0, or SuperMarioBrosLostLevels-v0 (its sequel); --world and --stage pick the level"""
@@ -189,6 +153,42 @@ class Args:
     hidden_size: int = 512
     """width of the fully connected layer after each CNN's convolutions ([UV]'s and [GX]'s 512)"""
 
+    # --- running the script (not PPO) ---
+    exp_name: str = SCRIPT[: -len(".py")]
+    """name of the experiment: runs are saved in runs/<level>__<exp-name>__<seed>__<unix-time>/"""
+    seed: int = 1
+    """seed of Python, NumPy and torch: the same seed gives the same run on the CPU (under torchrun, rank r
+    uses seed + r); the NES itself is deterministic, the policy's sampling is what varies"""
+    torch_deterministic: bool = True
+    """let torch use deterministic algorithms only (torch.use_deterministic_algorithms; on CUDA also cuDNN's
+    deterministic convolutions and cuBLAS's fixed workspace): the same seed then repeats a run on the same
+    device, the CPU or a GPU; --no-torch-deterministic lets cuDNN pick its fastest algorithms"""
+    cuda: bool = True
+    """run the networks on CUDA when available (--no-cuda: the CPU even where a GPU is)"""
+    precision: Literal["auto", "bf16", "fp32"] = "auto"
+    """number format of the CNNs' arithmetic. bf16: their convolutions and hidden layers compute in bfloat16
+    under torch.autocast (weights, output layers, losses and Adam stay float32); fp32: float32 throughout;
+    auto: bf16 where the device computes it natively (a CPU with AVX512-BF16 or AMX, a CUDA GPU of the Ampere
+    generation or later), fp32 elsewhere"""
+    capture_video: bool = False
+    """record the evaluation episodes to MP4 under the run folder's videos/eval-<step>/ (--play: videos/play-*/)"""
+    checkpoint_every: int = 10
+    """save runs/<run>/checkpoint.pt every this many updates, and always at the end (0: only at the end)"""
+    resume: Optional[str] = None
+    """continue the run saved in this checkpoint. Kept: the weights, both optimizers, every rank's RNG states,
+    step count and annealing. Started afresh: the episodes (an emulator's state is not saved), so a resumed run
+    is not the very run that never stopped. Flags not given take the checkpoint's values; a larger
+    --total-timesteps trains longer, the annealed learning rates then falling from their last values to 0 over
+    the added updates, never up. --num-envs, --num-steps and the number of torchrun ranks cannot change"""
+    play: Optional[str] = None
+    """do not train: play the policy saved in this checkpoint for --episodes episodes, print how far Mario got"""
+    episodes: int = 10
+    """how many episodes --play runs"""
+    eval_every: int = 25
+    """evaluate the policy every this many updates, and after the last one (0: never during training)"""
+    eval_episodes: int = 5
+    """episodes per evaluation; logged as eval/mean_return, eval/mean_x_pos and eval/flag_rate"""
+
     # --- derived at runtime (not command-line flags) ---
     batch_size: tyro.conf.Suppress[int] = 0
     """samples per rollout and rank: num_envs * num_steps"""
@@ -196,52 +196,6 @@ class Args:
     """processes training together (torchrun's WORLD_SIZE; 1 without torchrun)"""
     num_iterations: tyro.conf.Suppress[int] = 0
     """number of rollout + update cycles: total_timesteps // (batch_size * world_size)"""
-
-
-# Copied from common.cli.fail
-def fail(message: str) -> None:
-    """Bad input ends the run with one clear line on stderr and exit code 2, never a traceback."""
-    print(f"{SCRIPT}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-def check_args(args: Args) -> None:
-    """Refuse hyperparameters that cannot work together, before anything is built."""
-    for name in ("total_timesteps", "num_envs", "num_steps", "minibatch_size", "train_pi_iters", "train_v_iters",
-                 "hidden_size", "episodes", "eval_episodes"):
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if args.norm_adv and args.minibatch_size < 2:
-        fail(f"--minibatch-size must be at least 2 with --norm-adv: the advantages are normalized by their std "
-             f"over each minibatch, and one sample has none (got {args.minibatch_size})")
-    batch_size = args.num_envs * args.num_steps
-    if args.minibatch_size > batch_size:
-        fail(f"--minibatch-size ({args.minibatch_size}) is larger than the rollout (--num-envs {args.num_envs} "
-             f"x --num-steps {args.num_steps} = {batch_size})")
-    if batch_size % args.minibatch_size:
-        fail(f"the rollout (--num-envs {args.num_envs} x --num-steps {args.num_steps} = {batch_size}) must be a "
-             f"multiple of --minibatch-size ({args.minibatch_size})")
-    if args.total_timesteps < batch_size * args.world_size:
-        fail(f"--total-timesteps ({args.total_timesteps}) is less than one rollout of every rank (--num-envs "
-             f"{args.num_envs} x --num-steps {args.num_steps} x {args.world_size} ranks = "
-             f"{batch_size * args.world_size})")
-    if args.env_id not in GAMES:
-        fail(f"--env-id {args.env_id!r} is not a Super Mario Bros game; this script plays {' or '.join(GAMES)} "
-             "(the level comes from --world and --stage; for Atari games use ppo_breakout_atari.py)")
-    worlds = 12 if GAMES[args.env_id] else 8
-    if not 1 <= args.world <= worlds or not 1 <= args.stage <= 4:
-        fail(f"{args.env_id} has worlds 1-{worlds} and stages 1-4, got --world {args.world} --stage {args.stage}")
-    for name in ("gamma", "gae_lambda"):
-        if not 0.0 <= getattr(args, name) <= 1.0:
-            fail(f"--{name.replace('_', '-')} must be in [0, 1], got {getattr(args, name)}")
-    for name in ("learning_rate", "vf_learning_rate", "clip_coef"):
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if args.target_kl is not None and args.target_kl <= 0:
-        fail(f"--target-kl must be positive, got {args.target_kl}")
-    for name in ("ent_coef", "max_grad_norm", "checkpoint_every", "eval_every"):
-        if getattr(args, name) < 0:
-            fail(f"--{name.replace('_', '-')} must not be negative, got {getattr(args, name)}")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -547,28 +501,6 @@ class Agent(nn.Module):
         return *self.get_action(x, action, greedy), self.get_value(x)
 
 
-# Copied from common.precision.use_bf16
-def use_bf16(args: Args, device: torch.device) -> bool:
-    """--precision auto: bf16 where the device has native bfloat16 arithmetic, where it pays; fp32 elsewhere
-    (CPUs without it emulate bfloat16, slower than float32)."""
-    if args.precision != "auto":
-        return args.precision == "bf16"
-    if device.type == "cuda":
-        return torch.cuda.is_bf16_supported(including_emulation=False)
-    return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
-
-
-# Copied from common.precision.set_cudnn_flags
-def set_cudnn_flags(args: Args) -> None:
-    """On a GPU, cuDNN picks the fastest convolution algorithm, or a deterministic one if asked. And float32 is
-    computed as float32: by default cuDNN runs float32 convolutions in TF32 (10 mantissa bits) on Ampere and
-    later GPUs, where log pi_old of the rollout (batches of N envs) and of the update (minibatches) then differ
-    by ~1e-3 and the ratio r_t no longer starts at 1 (benchmarks/gpu_check.py measures it)."""
-    torch.backends.cudnn.deterministic = args.torch_deterministic
-    torch.backends.cudnn.benchmark = not args.torch_deterministic
-    torch.backends.cudnn.allow_tf32 = False
-
-
 # Copied from common.frames.Rollout
 class Rollout:
     """One rollout in NumPy, one [T, N] array per quantity (obs: [T, N, 4, 84, 84]). The environments speak
@@ -694,244 +626,10 @@ def annealed(iteration: int, schedule: dict) -> float:
     remaining = schedule["num_iterations"] - schedule["from_iteration"] + 1
     return schedule["start"] * (1.0 - (iteration - schedule["from_iteration"]) / remaining)
 
-# ---------------------------------------------------------------------------------------------------------
-# Checkpoints: written atomically, read with weights_only=True (plain tensors and Python values only)
-# ---------------------------------------------------------------------------------------------------------
-
-
-def checkpoint_state(args: Args, agent: nn.Module, optimizers: dict[str, optim.Optimizer], global_step: int,
-                     iteration: int, schedule: dict) -> dict:
-    """What a checkpoint holds, copied: it can be kept while training goes on (Stopper keeps the last complete
-    update's). Every rank calls it: the random generators of all ranks are gathered (rng[r] is rank r's), so a
-    resumed rank r draws on from where rank r stopped."""
-    rng = [rng_states(next(agent.parameters()).device)]
-    if args.world_size > 1:
-        rng = [None] * args.world_size
-        dist.all_gather_object(rng, rng_states(next(agent.parameters()).device))
-    return {
-        "script": SCRIPT,
-        "args": dataclasses.asdict(args),
-        "agent": copy.deepcopy(agent.state_dict()),
-        "optimizers": {name: copy.deepcopy(optimizer.state_dict()) for name, optimizer in optimizers.items()},
-        "global_step": global_step,
-        "iteration": iteration,
-        "schedule": dict(schedule),
-        "rng": rng,
-    }
-
-
-# Copied from common.distributed.save_checkpoint
-def save_checkpoint(path: str, state: dict) -> None:
-    """Write to a temporary file, then rename: a crash mid-write never leaves a half-written checkpoint."""
-    torch.save(state, path + ".tmp")
-    os.replace(path + ".tmp", path)
-
-
-# Copied from common.checkpoints.load_checkpoint with "optimizer"->"optimizers"
-def load_checkpoint(path: str) -> dict:
-    """Read a checkpoint of this script, or fail with one line that says what is wrong with the file."""
-    if not os.path.isfile(path):
-        fail(f"no checkpoint at {path}")
-    try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # truncated, not a torch file, or holding objects that weights_only refuses
-        fail(f"{path} is not a readable checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
-    if not isinstance(ckpt, dict) or not {"script", "args", "agent"} <= ckpt.keys():
-        fail(f"{path} is not a checkpoint of this library")
-    if ckpt["script"] != SCRIPT:
-        fail(f"{path} was written by {ckpt['script']}, not {SCRIPT}")
-    missing = {"optimizers", "global_step", "iteration", "schedule", "rng"} - ckpt.keys()
-    if missing:
-        fail(f"{path} is an incomplete checkpoint (no {', '.join(sorted(missing))})")
-    return ckpt
-
-
-# Copied from common.distributed.check_resume
-def check_resume(args: Args, ckpt: dict) -> None:
-    """--resume goes on update by update, so the shape of an update cannot change; and there must be steps left."""
-    for name in ("num_envs", "num_steps", "world_size"):
-        if getattr(args, name) != ckpt["args"][name]:
-            flag = "the number of torchrun ranks" if name == "world_size" else "--" + name.replace("_", "-")
-            fail(f"{flag} cannot change on --resume ({ckpt['args'][name]} in {args.resume}, {getattr(args, name)} "
-                 "now): the step count, the buffers and the annealing go update by update")
-    if ckpt["global_step"] + args.num_envs * args.num_steps * args.world_size > args.total_timesteps:
-        fail(f"{args.resume} has already trained {ckpt['global_step']} steps; "
-             f"give a larger --total-timesteps to train longer")
-
-
-# Copied from common.resume.resumed_schedule
-def resumed_schedule(schedule: dict, iteration: int, num_iterations: int) -> dict:
-    """The annealing schedule of a run resumed after update `iteration`. Same length: it goes on unchanged. A new
-    --total-timesteps: alpha starts from the value the last update had and falls to 0 over the new remainder,
-    so resuming never raises the learning rate (nor an annealed clip range)."""
-    if schedule["num_iterations"] == num_iterations:
-        return schedule
-    return {"start": annealed(iteration, schedule), "from_iteration": iteration + 1, "num_iterations": num_iterations}
-
-
-# Copied from common.resume.rng_states
-def rng_states(device: torch.device) -> dict:
-    """Every random generator this process draws from: Python's, NumPy's, torch's CPU one and the GPU's in use."""
-    np_state = np.random.get_state()
-    states = {
-        "python": random.getstate(),
-        "numpy": (np_state[0], np_state[1].tolist(), *np_state[2:]),
-        "torch": torch.get_rng_state(),
-    }
-    if device.type == "cuda":
-        states["cuda"] = torch.cuda.get_rng_state(device)
-    return states
-
-
-# Copied from common.resume.restore_rng
-def restore_rng(states: dict, device: torch.device) -> None:
-    random.setstate(states["python"])
-    np_state = states["numpy"]
-    np.random.set_state((np_state[0], np.array(np_state[1], dtype=np.uint32), *np_state[2:]))
-    torch.set_rng_state(states["torch"])
-    if device.type == "cuda" and "cuda" in states:
-        torch.cuda.set_rng_state(states["cuda"], device)
-
-
-# Copied from common.checkpoints.restore_agent
-def restore_agent(agent: nn.Module, ckpt: dict, path: str) -> None:
-    try:
-        agent.load_state_dict(ckpt["agent"])
-    except RuntimeError as e:
-        fail(f"the network in {path} does not fit this one ({str(e).splitlines()[-1].strip()})")
-
-
-# Copied from common.checkpoints.args_from_checkpoint
-def args_from_checkpoint(args: Args) -> tuple[Args, dict]:
-    """--resume / --play: the checkpoint's Args become the defaults, and the flags given override them."""
-    path = args.resume or args.play
-    ckpt = load_checkpoint(path)
-    saved = {k: v for k, v in ckpt["args"].items() if k in {f.name for f in dataclasses.fields(Args)}}
-    defaults = dataclasses.replace(Args(**saved), resume=args.resume, play=args.play)
-    args = tyro.cli(Args, default=defaults, description=__doc__)
-    if args.env_id != ckpt["args"]["env_id"]:
-        fail(f"{path} holds a policy for {ckpt['args']['env_id']}, not for --env-id {args.env_id}")
-    return args, ckpt
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Evaluation and play: run the policy on the level
-# ---------------------------------------------------------------------------------------------------------
-
-
-def evaluate(args: Args, agent: Agent, episodes: int, video_folder: Optional[str] = None, verbose: bool = False,
-             should_stop=lambda: False):
-    """Play `episodes` episodes (one life each) with actions sampled from pi, on an env of its own. Returns
-    their returns (the env's own reward), lengths (in frames), the x positions reached and whether each reached
-    the flag.
-
-    Sampled, not argmax: the NES is deterministic, so a greedy policy would play the same episode every time
-    (and may stand still forever in front of a pipe). torch's random state is put back afterwards, so
-    evaluating does not change training.
-    """
-    env = make_env(args, video_folder, video_trigger=lambda episode: True)
-    device = next(agent.parameters()).device
-    # Sampling draws from torch's generators: the episodes run on forks of them (the CPU's, and the GPU's in
-    # use), put back afterwards, so evaluating does not change what training samples next.
-    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-        torch.manual_seed(args.seed)
-        returns, lengths, x_positions, flags = [], [], [], []
-        for episode in range(episodes):
-            obs, _ = env.reset(seed=args.seed + episode)
-            while not should_stop():  # (a Ctrl-C during training's evaluation: the episodes are given up)
-                with torch.inference_mode():
-                    action, _, _ = agent.get_action(torch.as_tensor(obs[None], device=device))
-                obs, _, terminated, truncated, info = env.step(action.item())
-                if terminated or truncated:  # Mario died, or reached the flag
-                    break
-            else:
-                break
-            returns.append(float(info["episode"]["r"]))
-            lengths.append(int(info["episode"]["l"]))
-            x_positions.append(int(info["x_pos"]))
-            flags.append(bool(info["flag_get"]))
-            if verbose:
-                print(f"episode {episode + 1}/{episodes}: return {returns[-1]:.1f}, length {lengths[-1]}, "
-                      f"x position {x_positions[-1]}, {'flag reached' if flags[-1] else 'no flag'}")
-    env.close()
-    return returns, lengths, x_positions, flags
-
-
-def play(args: Args, ckpt: dict) -> None:
-    # A folder of its own for each --play, so that no earlier video is overwritten.
-    video_folder = os.path.join(os.path.dirname(os.path.abspath(args.play)), "videos", f"play-{int(time.time())}")
-    agent = Agent(make_env(args), args.hidden_size, use_bf16(args, torch.device("cpu")))
-    restore_agent(agent, ckpt, args.play)
-    returns, _, x_positions, flags = evaluate(args, agent, args.episodes,
-                                              video_folder if args.capture_video else None, verbose=True)
-    print(f"mean return over {args.episodes} episodes: {np.mean(returns):.1f} +/- {np.std(returns):.1f}; "
-          f"mean x position {np.mean(x_positions):.0f}, flag reached in {sum(flags)}/{args.episodes}")
-    if args.capture_video:
-        print(f"videos: {video_folder}")
-
 
 # ---------------------------------------------------------------------------------------------------------
 # Training
 # ---------------------------------------------------------------------------------------------------------
-
-
-# Copied from common.distributed.setup_distributed
-def setup_distributed(args: Args) -> tuple[int, torch.device]:
-    """Under torchrun (which sets RANK, LOCAL_RANK and WORLD_SIZE), join the process group: gloo between CPU
-    processes, nccl between GPUs. Returns this process's rank and its device. Without torchrun: rank 0 of 1."""
-    use_cuda = torch.cuda.is_available() and args.cuda
-    if "RANK" not in os.environ:
-        return 0, torch.device("cuda" if use_cuda else "cpu")
-    dist.init_process_group("nccl" if use_cuda else "gloo")
-    if use_cuda:
-        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
-    return dist.get_rank(), torch.device(f"cuda:{os.environ['LOCAL_RANK']}" if use_cuda else "cpu")
-
-
-# Copied from common.distributed.all_ranks_mean
-def all_ranks_mean(value: torch.Tensor, args: Args) -> torch.Tensor:
-    """The mean of `value` over the ranks (in place): every rank then holds the same number."""
-    if args.world_size > 1:
-        dist.all_reduce(value)
-        value /= args.world_size
-    return value
-
-
-# Copied from common.distributed.Silent
-class Silent:
-    """Stands in for the SummaryWriter on ranks other than 0: only rank 0 logs."""
-
-    def __getattr__(self, name):
-        return lambda *args, **kwargs: None
-
-
-# Copied from common.distributed.Stopper
-class Stopper:
-    """Ctrl-C: stop at the next rollout step or minibatch and save the last complete update (`snapshot`, taken
-    after every update), rather than finish the update first as the MLP scripts do. torchrun forwards Ctrl-C to
-    its workers and kills them 30 s later (its default), sooner than a CNN update can end on a CPU. The ranks
-    meet in collective calls, so they must stop at the same step: they agree on it through an all-reduce."""
-
-    def __init__(self, args: Args, rank: int, device: torch.device):
-        self.args, self.rank, self.device = args, rank, device
-        self.requested, self.stopped, self.snapshot = False, False, None
-        signal.signal(signal.SIGINT, self.request)
-
-    def request(self, signum, frame):
-        self.requested = True
-        if "RANK" not in os.environ:  # (torchrun sends Ctrl-C again on its way out: its SIGKILL is the hard stop)
-            signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C quits at once
-        if self.rank == 0:
-            tqdm.tqdm.write("Ctrl-C: stopping at the next step and saving the last complete update "
-                            "(press again to quit without saving)")
-
-    def check(self) -> bool:
-        """Whether to stop now: a Ctrl-C reached this rank, or any other (all ranks call this at the same step)."""
-        stop = self.requested
-        if self.args.world_size > 1:
-            stop = all_ranks_mean(torch.tensor(float(stop), device=self.device), self.args).item() > 0
-        self.stopped = self.stopped or stop
-        return self.stopped
 
 
 def train(args: Args, ckpt: Optional[dict]) -> None:
@@ -1144,6 +842,305 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         print(f"watch it: python {SCRIPT} --play {checkpoint_path} --capture-video")
     if stopper.stopped:
         raise SystemExit(130)  # the conventional status of a program stopped by Ctrl-C
+
+
+# =========================================================================================================
+# The rest is plumbing, skippable on a first read: bad-input checks, run folders and logging, Ctrl-C,
+# checkpoints and resume, evaluation and play, torchrun and precision. PPO is all above.
+# =========================================================================================================
+
+
+# Copied from common.cli.fail
+def fail(message: str) -> None:
+    """Bad input ends the run with one clear line on stderr and exit code 2, never a traceback."""
+    print(f"{SCRIPT}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def check_args(args: Args) -> None:
+    """Refuse hyperparameters that cannot work together, before anything is built."""
+    for name in ("total_timesteps", "num_envs", "num_steps", "minibatch_size", "train_pi_iters", "train_v_iters",
+                 "hidden_size", "episodes", "eval_episodes"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.norm_adv and args.minibatch_size < 2:
+        fail(f"--minibatch-size must be at least 2 with --norm-adv: the advantages are normalized by their std "
+             f"over each minibatch, and one sample has none (got {args.minibatch_size})")
+    batch_size = args.num_envs * args.num_steps
+    if args.minibatch_size > batch_size:
+        fail(f"--minibatch-size ({args.minibatch_size}) is larger than the rollout (--num-envs {args.num_envs} "
+             f"x --num-steps {args.num_steps} = {batch_size})")
+    if batch_size % args.minibatch_size:
+        fail(f"the rollout (--num-envs {args.num_envs} x --num-steps {args.num_steps} = {batch_size}) must be a "
+             f"multiple of --minibatch-size ({args.minibatch_size})")
+    if args.total_timesteps < batch_size * args.world_size:
+        fail(f"--total-timesteps ({args.total_timesteps}) is less than one rollout of every rank (--num-envs "
+             f"{args.num_envs} x --num-steps {args.num_steps} x {args.world_size} ranks = "
+             f"{batch_size * args.world_size})")
+    if args.env_id not in GAMES:
+        fail(f"--env-id {args.env_id!r} is not a Super Mario Bros game; this script plays {' or '.join(GAMES)} "
+             "(the level comes from --world and --stage; for Atari games use ppo_breakout_atari.py)")
+    worlds = 12 if GAMES[args.env_id] else 8
+    if not 1 <= args.world <= worlds or not 1 <= args.stage <= 4:
+        fail(f"{args.env_id} has worlds 1-{worlds} and stages 1-4, got --world {args.world} --stage {args.stage}")
+    for name in ("gamma", "gae_lambda"):
+        if not 0.0 <= getattr(args, name) <= 1.0:
+            fail(f"--{name.replace('_', '-')} must be in [0, 1], got {getattr(args, name)}")
+    for name in ("learning_rate", "vf_learning_rate", "clip_coef"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.target_kl is not None and args.target_kl <= 0:
+        fail(f"--target-kl must be positive, got {args.target_kl}")
+    for name in ("ent_coef", "max_grad_norm", "checkpoint_every", "eval_every"):
+        if getattr(args, name) < 0:
+            fail(f"--{name.replace('_', '-')} must not be negative, got {getattr(args, name)}")
+
+
+# Copied from common.distributed.check_resume
+def check_resume(args: Args, ckpt: dict) -> None:
+    """--resume goes on update by update, so the shape of an update cannot change; and there must be steps left."""
+    for name in ("num_envs", "num_steps", "world_size"):
+        if getattr(args, name) != ckpt["args"][name]:
+            flag = "the number of torchrun ranks" if name == "world_size" else "--" + name.replace("_", "-")
+            fail(f"{flag} cannot change on --resume ({ckpt['args'][name]} in {args.resume}, {getattr(args, name)} "
+                 "now): the step count, the buffers and the annealing go update by update")
+    if ckpt["global_step"] + args.num_envs * args.num_steps * args.world_size > args.total_timesteps:
+        fail(f"{args.resume} has already trained {ckpt['global_step']} steps; "
+             f"give a larger --total-timesteps to train longer")
+
+
+def checkpoint_state(args: Args, agent: nn.Module, optimizers: dict[str, optim.Optimizer], global_step: int,
+                     iteration: int, schedule: dict) -> dict:
+    """What a checkpoint holds, copied: it can be kept while training goes on (Stopper keeps the last complete
+    update's). Every rank calls it: the random generators of all ranks are gathered (rng[r] is rank r's), so a
+    resumed rank r draws on from where rank r stopped."""
+    rng = [rng_states(next(agent.parameters()).device)]
+    if args.world_size > 1:
+        rng = [None] * args.world_size
+        dist.all_gather_object(rng, rng_states(next(agent.parameters()).device))
+    return {
+        "script": SCRIPT,
+        "args": dataclasses.asdict(args),
+        "agent": copy.deepcopy(agent.state_dict()),
+        "optimizers": {name: copy.deepcopy(optimizer.state_dict()) for name, optimizer in optimizers.items()},
+        "global_step": global_step,
+        "iteration": iteration,
+        "schedule": dict(schedule),
+        "rng": rng,
+    }
+
+
+# Copied from common.distributed.save_checkpoint
+def save_checkpoint(path: str, state: dict) -> None:
+    """Write to a temporary file, then rename: a crash mid-write never leaves a half-written checkpoint."""
+    torch.save(state, path + ".tmp")
+    os.replace(path + ".tmp", path)
+
+
+# Copied from common.checkpoints.load_checkpoint with "optimizer"->"optimizers"
+def load_checkpoint(path: str) -> dict:
+    """Read a checkpoint of this script, or fail with one line that says what is wrong with the file."""
+    if not os.path.isfile(path):
+        fail(f"no checkpoint at {path}")
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # truncated, not a torch file, or holding objects that weights_only refuses
+        fail(f"{path} is not a readable checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
+    if not isinstance(ckpt, dict) or not {"script", "args", "agent"} <= ckpt.keys():
+        fail(f"{path} is not a checkpoint of this library")
+    if ckpt["script"] != SCRIPT:
+        fail(f"{path} was written by {ckpt['script']}, not {SCRIPT}")
+    missing = {"optimizers", "global_step", "iteration", "schedule", "rng"} - ckpt.keys()
+    if missing:
+        fail(f"{path} is an incomplete checkpoint (no {', '.join(sorted(missing))})")
+    return ckpt
+
+
+# Copied from common.resume.resumed_schedule
+def resumed_schedule(schedule: dict, iteration: int, num_iterations: int) -> dict:
+    """The annealing schedule of a run resumed after update `iteration`. Same length: it goes on unchanged. A new
+    --total-timesteps: alpha starts from the value the last update had and falls to 0 over the new remainder,
+    so resuming never raises the learning rate (nor an annealed clip range)."""
+    if schedule["num_iterations"] == num_iterations:
+        return schedule
+    return {"start": annealed(iteration, schedule), "from_iteration": iteration + 1, "num_iterations": num_iterations}
+
+
+# Copied from common.resume.rng_states
+def rng_states(device: torch.device) -> dict:
+    """Every random generator this process draws from: Python's, NumPy's, torch's CPU one and the GPU's in use."""
+    np_state = np.random.get_state()
+    states = {
+        "python": random.getstate(),
+        "numpy": (np_state[0], np_state[1].tolist(), *np_state[2:]),
+        "torch": torch.get_rng_state(),
+    }
+    if device.type == "cuda":
+        states["cuda"] = torch.cuda.get_rng_state(device)
+    return states
+
+
+# Copied from common.resume.restore_rng
+def restore_rng(states: dict, device: torch.device) -> None:
+    random.setstate(states["python"])
+    np_state = states["numpy"]
+    np.random.set_state((np_state[0], np.array(np_state[1], dtype=np.uint32), *np_state[2:]))
+    torch.set_rng_state(states["torch"])
+    if device.type == "cuda" and "cuda" in states:
+        torch.cuda.set_rng_state(states["cuda"], device)
+
+
+# Copied from common.checkpoints.restore_agent
+def restore_agent(agent: nn.Module, ckpt: dict, path: str) -> None:
+    try:
+        agent.load_state_dict(ckpt["agent"])
+    except RuntimeError as e:
+        fail(f"the network in {path} does not fit this one ({str(e).splitlines()[-1].strip()})")
+
+
+# Copied from common.checkpoints.args_from_checkpoint
+def args_from_checkpoint(args: Args) -> tuple[Args, dict]:
+    """--resume / --play: the checkpoint's Args become the defaults, and the flags given override them."""
+    path = args.resume or args.play
+    ckpt = load_checkpoint(path)
+    saved = {k: v for k, v in ckpt["args"].items() if k in {f.name for f in dataclasses.fields(Args)}}
+    defaults = dataclasses.replace(Args(**saved), resume=args.resume, play=args.play)
+    args = tyro.cli(Args, default=defaults, description=__doc__)
+    if args.env_id != ckpt["args"]["env_id"]:
+        fail(f"{path} holds a policy for {ckpt['args']['env_id']}, not for --env-id {args.env_id}")
+    return args, ckpt
+
+
+def evaluate(args: Args, agent: Agent, episodes: int, video_folder: Optional[str] = None, verbose: bool = False,
+             should_stop=lambda: False):
+    """Play `episodes` episodes (one life each) with actions sampled from pi, on an env of its own. Returns
+    their returns (the env's own reward), lengths (in frames), the x positions reached and whether each reached
+    the flag.
+
+    Sampled, not argmax: the NES is deterministic, so a greedy policy would play the same episode every time
+    (and may stand still forever in front of a pipe). torch's random state is put back afterwards, so
+    evaluating does not change training.
+    """
+    env = make_env(args, video_folder, video_trigger=lambda episode: True)
+    device = next(agent.parameters()).device
+    # Sampling draws from torch's generators: the episodes run on forks of them (the CPU's, and the GPU's in
+    # use), put back afterwards, so evaluating does not change what training samples next.
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        torch.manual_seed(args.seed)
+        returns, lengths, x_positions, flags = [], [], [], []
+        for episode in range(episodes):
+            obs, _ = env.reset(seed=args.seed + episode)
+            while not should_stop():  # (a Ctrl-C during training's evaluation: the episodes are given up)
+                with torch.inference_mode():
+                    action, _, _ = agent.get_action(torch.as_tensor(obs[None], device=device))
+                obs, _, terminated, truncated, info = env.step(action.item())
+                if terminated or truncated:  # Mario died, or reached the flag
+                    break
+            else:
+                break
+            returns.append(float(info["episode"]["r"]))
+            lengths.append(int(info["episode"]["l"]))
+            x_positions.append(int(info["x_pos"]))
+            flags.append(bool(info["flag_get"]))
+            if verbose:
+                print(f"episode {episode + 1}/{episodes}: return {returns[-1]:.1f}, length {lengths[-1]}, "
+                      f"x position {x_positions[-1]}, {'flag reached' if flags[-1] else 'no flag'}")
+    env.close()
+    return returns, lengths, x_positions, flags
+
+
+def play(args: Args, ckpt: dict) -> None:
+    # A folder of its own for each --play, so that no earlier video is overwritten.
+    video_folder = os.path.join(os.path.dirname(os.path.abspath(args.play)), "videos", f"play-{int(time.time())}")
+    agent = Agent(make_env(args), args.hidden_size, use_bf16(args, torch.device("cpu")))
+    restore_agent(agent, ckpt, args.play)
+    returns, _, x_positions, flags = evaluate(args, agent, args.episodes,
+                                              video_folder if args.capture_video else None, verbose=True)
+    print(f"mean return over {args.episodes} episodes: {np.mean(returns):.1f} +/- {np.std(returns):.1f}; "
+          f"mean x position {np.mean(x_positions):.0f}, flag reached in {sum(flags)}/{args.episodes}")
+    if args.capture_video:
+        print(f"videos: {video_folder}")
+
+
+# Copied from common.distributed.setup_distributed
+def setup_distributed(args: Args) -> tuple[int, torch.device]:
+    """Under torchrun (which sets RANK, LOCAL_RANK and WORLD_SIZE), join the process group: gloo between CPU
+    processes, nccl between GPUs. Returns this process's rank and its device. Without torchrun: rank 0 of 1."""
+    use_cuda = torch.cuda.is_available() and args.cuda
+    if "RANK" not in os.environ:
+        return 0, torch.device("cuda" if use_cuda else "cpu")
+    dist.init_process_group("nccl" if use_cuda else "gloo")
+    if use_cuda:
+        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+    return dist.get_rank(), torch.device(f"cuda:{os.environ['LOCAL_RANK']}" if use_cuda else "cpu")
+
+
+# Copied from common.distributed.all_ranks_mean
+def all_ranks_mean(value: torch.Tensor, args: Args) -> torch.Tensor:
+    """The mean of `value` over the ranks (in place): every rank then holds the same number."""
+    if args.world_size > 1:
+        dist.all_reduce(value)
+        value /= args.world_size
+    return value
+
+
+# Copied from common.distributed.Silent
+class Silent:
+    """Stands in for the SummaryWriter on ranks other than 0: only rank 0 logs."""
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None
+
+
+# Copied from common.distributed.Stopper
+class Stopper:
+    """Ctrl-C: stop at the next rollout step or minibatch and save the last complete update (`snapshot`, taken
+    after every update), rather than finish the update first as the MLP scripts do. torchrun forwards Ctrl-C to
+    its workers and kills them 30 s later (its default), sooner than a CNN update can end on a CPU. The ranks
+    meet in collective calls, so they must stop at the same step: they agree on it through an all-reduce."""
+
+    def __init__(self, args: Args, rank: int, device: torch.device):
+        self.args, self.rank, self.device = args, rank, device
+        self.requested, self.stopped, self.snapshot = False, False, None
+        signal.signal(signal.SIGINT, self.request)
+
+    def request(self, signum, frame):
+        self.requested = True
+        if "RANK" not in os.environ:  # (torchrun sends Ctrl-C again on its way out: its SIGKILL is the hard stop)
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C quits at once
+        if self.rank == 0:
+            tqdm.tqdm.write("Ctrl-C: stopping at the next step and saving the last complete update "
+                            "(press again to quit without saving)")
+
+    def check(self) -> bool:
+        """Whether to stop now: a Ctrl-C reached this rank, or any other (all ranks call this at the same step)."""
+        stop = self.requested
+        if self.args.world_size > 1:
+            stop = all_ranks_mean(torch.tensor(float(stop), device=self.device), self.args).item() > 0
+        self.stopped = self.stopped or stop
+        return self.stopped
+
+
+# Copied from common.precision.use_bf16
+def use_bf16(args: Args, device: torch.device) -> bool:
+    """--precision auto: bf16 where the device has native bfloat16 arithmetic, where it pays; fp32 elsewhere
+    (CPUs without it emulate bfloat16, slower than float32)."""
+    if args.precision != "auto":
+        return args.precision == "bf16"
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported(including_emulation=False)
+    return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
+
+
+# Copied from common.precision.set_cudnn_flags
+def set_cudnn_flags(args: Args) -> None:
+    """On a GPU, cuDNN picks the fastest convolution algorithm, or a deterministic one if asked. And float32 is
+    computed as float32: by default cuDNN runs float32 convolutions in TF32 (10 mantissa bits) on Ampere and
+    later GPUs, where log pi_old of the rollout (batches of N envs) and of the update (minibatches) then differ
+    by ~1e-3 and the ratio r_t no longer starts at 1 (benchmarks/gpu_check.py measures it)."""
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    torch.backends.cudnn.benchmark = not args.torch_deterministic
+    torch.backends.cudnn.allow_tf32 = False
 
 
 # Copied from common.distributed.main
