@@ -79,37 +79,6 @@ os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 @dataclass
 class Args:
-    # --- experiment ---
-    exp_name: str = SCRIPT[: -len(".py")]
-    """name of the experiment: runs are saved in runs/<env-id>__<exp-name>__<seed>__<unix-time>/"""
-    seed: int = 1
-    """seed of Python, NumPy, torch and the environments: the same seed gives the same run on the CPU"""
-    torch_deterministic: bool = True
-    """let torch use deterministic algorithms only (torch.use_deterministic_algorithms; on CUDA with cuBLAS's
-    fixed workspace): the same seed then repeats a run on the same device"""
-    cuda: bool = False
-    """run the network on CUDA when available (off by default: README's runs of this small network are on the CPU)"""
-    capture_video: bool = False
-    """record the evaluation episodes to MP4 under the run folder's videos/eval-<step>/ (--play: videos/play-*/);
-    recording slows the evaluations down, so lower --eval-episodes or raise --eval-every to record fewer"""
-    checkpoint_every: int = 10
-    """save runs/<run>/checkpoint.pt every this many updates, and always at the end (0: only at the end)"""
-    resume: Optional[str] = None
-    """continue the run saved in this checkpoint. Kept: the weights, optimizer, observation and return
-    statistics, beta, RNG states, step count and annealing. Started afresh: the episodes (an env's state is not
-    saved), and with them the reward scaler's running discounted return of each env; a resumed run is not the
-    very run that never stopped. Flags not given take the checkpoint's values; a larger --total-timesteps trains
-    longer, the annealed learning rate then falling from its last value to 0 over the added updates, never up.
-    --num-envs and --num-steps cannot change"""
-    play: Optional[str] = None
-    """do not train: run the greedy policy saved in this checkpoint for --episodes episodes, print the returns"""
-    episodes: int = 10
-    """how many episodes --play runs"""
-    eval_every: int = 25
-    """evaluate the greedy policy every this many updates, and after the last one (0: never during training)"""
-    eval_episodes: int = 20
-    """episodes per evaluation; their mean return is logged as eval/mean_return"""
-
     # --- environment ---
     env_id: str = "Pendulum-v1"
     """Gymnasium id of the environment: it needs a Box (continuous) action space and a flat Box observation of
@@ -188,50 +157,42 @@ class Args:
     hidden_size: int = 64
     """width of the two hidden layers of the actor (the Gaussian's mean) and of the critic"""
 
+    # --- running the script (not PPO) ---
+    exp_name: str = SCRIPT[: -len(".py")]
+    """name of the experiment: runs are saved in runs/<env-id>__<exp-name>__<seed>__<unix-time>/"""
+    seed: int = 1
+    """seed of Python, NumPy, torch and the environments: the same seed gives the same run on the CPU"""
+    torch_deterministic: bool = True
+    """let torch use deterministic algorithms only (torch.use_deterministic_algorithms; on CUDA with cuBLAS's
+    fixed workspace): the same seed then repeats a run on the same device"""
+    cuda: bool = False
+    """run the network on CUDA when available (off by default: README's runs of this small network are on the CPU)"""
+    capture_video: bool = False
+    """record the evaluation episodes to MP4 under the run folder's videos/eval-<step>/ (--play: videos/play-*/);
+    recording slows the evaluations down, so lower --eval-episodes or raise --eval-every to record fewer"""
+    checkpoint_every: int = 10
+    """save runs/<run>/checkpoint.pt every this many updates, and always at the end (0: only at the end)"""
+    resume: Optional[str] = None
+    """continue the run saved in this checkpoint. Kept: the weights, optimizer, observation and return
+    statistics, beta, RNG states, step count and annealing. Started afresh: the episodes (an env's state is not
+    saved), and with them the reward scaler's running discounted return of each env; a resumed run is not the
+    very run that never stopped. Flags not given take the checkpoint's values; a larger --total-timesteps trains
+    longer, the annealed learning rate then falling from its last value to 0 over the added updates, never up.
+    --num-envs and --num-steps cannot change"""
+    play: Optional[str] = None
+    """do not train: run the greedy policy saved in this checkpoint for --episodes episodes, print the returns"""
+    episodes: int = 10
+    """how many episodes --play runs"""
+    eval_every: int = 25
+    """evaluate the greedy policy every this many updates, and after the last one (0: never during training)"""
+    eval_episodes: int = 20
+    """episodes per evaluation; their mean return is logged as eval/mean_return"""
+
     # --- derived at runtime (not command-line flags) ---
     batch_size: tyro.conf.Suppress[int] = 0
     """samples per rollout: num_envs * num_steps"""
     num_iterations: tyro.conf.Suppress[int] = 0
     """number of rollout + update cycles: total_timesteps // batch_size"""
-
-
-# Copied from common.cli.fail
-def fail(message: str) -> None:
-    """Bad input ends the run with one clear line on stderr and exit code 2, never a traceback."""
-    print(f"{SCRIPT}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-def check_args(args: Args) -> None:
-    """Refuse hyperparameters that cannot work together, before anything is built."""
-    for name in ("total_timesteps", "num_envs", "num_steps", "minibatch_size", "update_epochs", "hidden_size",
-                 "episodes", "eval_episodes"):
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if args.norm_adv and args.minibatch_size < 2:
-        fail(f"--minibatch-size must be at least 2 with --norm-adv: the advantages are normalized by their std "
-             f"over each minibatch, and one sample has none (got {args.minibatch_size})")
-    batch_size = args.num_envs * args.num_steps
-    if args.minibatch_size > batch_size:
-        fail(f"--minibatch-size ({args.minibatch_size}) is larger than the rollout (--num-envs {args.num_envs} "
-             f"x --num-steps {args.num_steps} = {batch_size})")
-    if batch_size % args.minibatch_size:
-        fail(f"the rollout (--num-envs {args.num_envs} x --num-steps {args.num_steps} = {batch_size}) must be a "
-             f"multiple of --minibatch-size ({args.minibatch_size})")
-    if args.total_timesteps < batch_size:
-        fail(f"--total-timesteps ({args.total_timesteps}) is less than one rollout (--num-envs {args.num_envs} "
-             f"x --num-steps {args.num_steps} = {batch_size})")
-    for name in ("gamma", "gae_lambda"):
-        if not 0.0 <= getattr(args, name) <= 1.0:
-            fail(f"--{name.replace('_', '-')} must be in [0, 1], got {getattr(args, name)}")
-    for name in ("learning_rate", "clip_coef", "vf_clip_coef", "norm_clip", "kl_target", "kl_beta_init"):
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if args.target_kl is not None and args.target_kl <= 0:
-        fail(f"--target-kl must be positive, got {args.target_kl}")
-    for name in ("ent_coef", "vf_coef", "max_grad_norm", "checkpoint_every", "eval_every"):
-        if getattr(args, name) < 0:
-            fail(f"--{name.replace('_', '-')} must not be negative, got {getattr(args, name)}")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -574,9 +535,334 @@ def annealed(iteration: int, schedule: dict) -> float:
     remaining = schedule["num_iterations"] - schedule["from_iteration"] + 1
     return schedule["start"] * (1.0 - (iteration - schedule["from_iteration"]) / remaining)
 
+
 # ---------------------------------------------------------------------------------------------------------
-# Checkpoints: written atomically, read with weights_only=True (plain tensors and Python values only)
+# Training
 # ---------------------------------------------------------------------------------------------------------
+
+
+def train(args: Args, ckpt: Optional[dict]) -> None:
+    args.batch_size = args.num_envs * args.num_steps
+    args.num_iterations = args.total_timesteps // args.batch_size
+    device = seed_everything(args)  # the same seed gives the same run on the CPU
+    run_dir = run_folder(args)  # runs/<env-id>__<exp-name>__<seed>__<time>/, or the resumed run's own
+
+    agent = Agent(make_env(args), args.hidden_size, args.norm_clip).to(device)
+    envs = make_envs(args)
+    reward_scaler = RewardScaler(args.num_envs, args.gamma)
+    # eps 1e-5 instead of Adam's default 1e-8, as in the reference implementations ([37] detail 3): it bounds
+    # the step lr * m / (sqrt(v) + eps) where a gradient has been near zero, so such a weight cannot jump.
+    # foreach: update all parameter tensors in a few batched operations instead of a Python loop over them.
+    optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, foreach=True)
+    # A new run starts at step 0, annealing from 1; --resume restores the weights, the optimizer's state, the
+    # random generators, the step count and the annealing schedule from the checkpoint.
+    global_step, start_iteration, schedule = restore_run(args, ckpt, agent, optimizer, device)
+    kl_beta = ckpt["kl_beta"] if ckpt else args.kl_beta_init  # beta of L^KLPEN (eq. 8), adapted with --objective kl
+    if ckpt:
+        reward_scaler.load_state_dict(ckpt["reward_scaler"])
+    log = RunLog(args, run_dir, device, global_step)  # the run folder: TensorBoard, the progress bar, SPS
+    checkpoint_path = os.path.join(run_dir, "checkpoint.pt")
+    rollout = Rollout(args.num_steps, args.num_envs, envs.single_observation_space.shape,
+                      envs.single_action_space.shape)
+
+    # Env i starts from seed + i; a resumed run starts fresh episodes, seeded from the seed and the step count.
+    next_obs, _ = envs.reset(seed=args.seed + global_step)
+
+    ctrl_c = CtrlC()  # Ctrl-C asks for a clean stop: the update finishes, a checkpoint is saved, the script exits
+
+    for iteration in range(start_iteration, args.num_iterations + 1):
+        # Linear annealing ([37] detail 4): lr_i = alpha_i * learning_rate, alpha_i = 1 - (i - 1) / num_iterations
+        # falling from 1 toward 0 (Table 5's alpha; `annealed` also covers a resumed run's schedule).
+        if args.anneal_lr:
+            optimizer.param_groups[0]["lr"] = annealed(iteration, schedule) * args.learning_rate
+
+        # --- Rollout: run the current policy pi_old for T steps in each of the N envs -----------------------
+        next_obs, last_value, episodes = collect_rollout(envs, agent, next_obs, rollout)
+        for step, episodic_return, length in episodes:
+            log.episode(episodic_return, length, global_step + (step + 1) * args.num_envs)
+        global_step += args.batch_size
+
+        # --- Reward scaling: the rollout's returns join the statistics, then its rewards are scaled ----------
+        if args.norm_reward:
+            reward_scaler.update(rollout.rewards, rollout.dones)
+        rewards = reward_scaler.scale(rollout.rewards, args.norm_clip) if args.norm_reward else rollout.rewards
+
+        # --- Advantages: computed once per rollout, from the value function that collected it -------------
+        advantages = compute_gae(rewards, rollout.values, rollout.dones, rollout.final_values, last_value,
+                                 args.gamma, args.gae_lambda)
+        returns = advantages + rollout.values  # the value targets: V^targ_t = A_t + V(s_t)
+        # Flatten [T, N] into one batch of N*T samples: after GAE, the order of the samples no longer matters.
+        b_obs, b_actions, b_logprobs, b_advantages, b_returns, b_values = (
+            torch.as_tensor(x, device=device).flatten(0, 1)
+            for x in (rollout.obs, rollout.actions, rollout.logprobs, advantages, returns, rollout.values)
+        )
+
+        with torch.no_grad():  # pi_old, for the exact KL of the penalty and of the diagnostics
+            b_old_mean, b_old_logstd = agent.get_distribution(b_obs)
+            b_old_logstd = b_old_logstd.clone()  # a view of actor_logstd, which the optimizer changes in place
+
+        # --- Update: K epochs of minibatch gradient steps on L^{CLIP+VF+S} or L^{KLPEN+VF+S} ----------------
+        clipfracs, vf_clipfracs = [], []
+        for epoch in range(args.update_epochs):
+            for mb in torch.randperm(args.batch_size, device=device).split(args.minibatch_size):
+                _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb], b_actions[mb])
+                # r_t(theta) = pi(a_t|s_t) / pi_old(a_t|s_t), computed as exp(log pi - log pi_old): a ratio
+                # of two small probabilities is numerically fragile, a difference of logs is not. b_logprobs is
+                # log pi_old, recorded in the rollout: it stays fixed through all K epochs while pi moves.
+                logratio = newlogprob - b_logprobs[mb]
+                ratio = logratio.exp()
+                with torch.no_grad():
+                    # KL[pi_old || pi] estimators (http://joschu.net/blog/kl-approx.html), logged; approx_kl
+                    # (k3, unbiased and never negative) also drives the --target-kl early stop.
+                    old_approx_kl = (-logratio).mean()
+                    approx_kl = ((ratio - 1) - logratio).mean()
+                    clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean().item())
+
+                mb_advantages = b_advantages[mb]
+                if args.norm_adv:
+                    mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+
+                if args.objective == "clip":
+                    pg_loss = clipped_surrogate_loss(ratio, mb_advantages, args.clip_coef)
+                elif args.objective == "none":
+                    pg_loss = unclipped_surrogate_loss(ratio, mb_advantages)
+                else:
+                    kl = gaussian_kl(b_old_mean[mb], b_old_logstd[mb], *agent.get_distribution(b_obs[mb]))
+                    pg_loss = kl_penalty_loss(ratio, mb_advantages, kl, kl_beta)
+                if args.clip_vloss:
+                    v_loss = clipped_value_loss(newvalue, b_values[mb], b_returns[mb], args.vf_clip_coef)
+                    # the share of samples whose V moved past the clip range: where the clip can act
+                    vf_clipfracs.append(((newvalue - b_values[mb]).abs() > args.vf_clip_coef).float().mean().item())
+                else:  # L^VF = (V(s_t) - V^targ_t)^2, halved so its gradient is the plain error       (eq. 9)
+                    v_loss = 0.5 * ((newvalue - b_returns[mb]) ** 2).mean()
+                entropy_loss = entropy.mean()
+                # L^{CLIP+VF+S} = L^CLIP - c1 L^VF + c2 S is maximized (or L^KLPEN in L^CLIP's place);
+                # we minimize its negative                                                          (eq. 9)
+                # With v_loss's 0.5 the value term is c1 * 0.5 * (V - V^targ)^2: c1 = 0.5 weighs the squared
+                # error by 0.25, as CleanRL's defaults do; eq. 9's c1 weighs the squared error by c1 itself.
+                loss = pg_loss + args.vf_coef * v_loss - args.ent_coef * entropy_loss
+
+                optimizer.zero_grad()
+                loss.backward()
+                # Global grad-norm clipping: one norm over all parameters together, rescaled to at most
+                # max_grad_norm, so one bad minibatch cannot make a huge step ([37] detail 11).
+                nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                optimizer.step()
+
+            # Early stop: once pi has drifted this far from pi_old, more epochs on the same data would take it
+            # past where the samples say anything (Spinning Up's PPO checks before every step; this check, like
+            # CleanRL's, comes after each epoch and reads approx_kl of that epoch's last minibatch only).
+            if args.target_kl is not None and approx_kl > args.target_kl:
+                break
+
+        # d = mean KL[pi_old || pi] over the whole rollout, exactly, after the update: how far pi moved.
+        with torch.no_grad():
+            kl_divergence = gaussian_kl(b_old_mean, b_old_logstd, *agent.get_distribution(b_obs)).mean().item()
+        if args.objective == "kl":
+            log.scalar("charts/kl_beta", kl_beta, global_step)  # the beta this update was penalized with
+            if args.kl_adaptive:
+                kl_beta = adapt_kl_beta(kl_beta, kl_divergence, args.kl_target)  # for the next update (section 4)
+
+        # The rollout's observations join the statistics only now: pi_old acted, and the update scored it,
+        # with the same normalization, so the ratio r_t(theta) starts at exactly 1 ([37] continuous detail 6
+        # updates the statistics at every step instead and stores the normalized observations).
+        if args.norm_obs:
+            agent.obs_rms.update(torch.as_tensor(rollout.obs))
+
+        # --- Logging: the losses and KL estimates are the last minibatch's (clipfrac: the mean over all of them)
+        log.update(global_step, args.batch_size, {
+            "charts/learning_rate": optimizer.param_groups[0]["lr"], "losses/value_loss": v_loss.item(),
+            "losses/policy_loss": pg_loss.item(), "losses/entropy": entropy_loss.item(),
+            "losses/old_approx_kl": old_approx_kl.item(), "losses/approx_kl": approx_kl.item(),
+            "losses/clipfrac": np.mean(clipfracs),
+            "losses/explained_variance": explained_variance(returns, rollout.values),
+            "losses/update_epochs": epoch + 1, "losses/kl": kl_divergence,
+            **({"losses/vf_clipfrac": np.mean(vf_clipfracs)} if vf_clipfracs else {}),
+        })
+
+        # --- Evaluation of the greedy policy, on an env of its own ------------------------------------------
+        last = iteration == args.num_iterations
+        if args.eval_every and (last or iteration % args.eval_every == 0):
+            evaluate_and_log(args, agent, log, run_dir, global_step)
+
+        # --- Checkpoint -------------------------------------------------------------------------------------
+        if last or ctrl_c.requested or (args.checkpoint_every and iteration % args.checkpoint_every == 0):
+            save_checkpoint(checkpoint_path, args, agent, optimizer, global_step, iteration, schedule, reward_scaler,
+                            kl_beta)
+        if ctrl_c.requested:
+            break
+
+    end_of_run(log, envs, checkpoint_path, global_step, ctrl_c.requested)
+
+
+# =========================================================================================================
+# The rest is plumbing, skippable on a first read: bad-input checks, run folders and logging, Ctrl-C,
+# checkpoints and resume, evaluation and play. PPO is all above.
+# =========================================================================================================
+
+
+# Copied from common.cli.fail
+def fail(message: str) -> None:
+    """Bad input ends the run with one clear line on stderr and exit code 2, never a traceback."""
+    print(f"{SCRIPT}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+# Copied from common.cli.check_args
+def check_args(args: Args) -> None:
+    """Refuse hyperparameters that cannot work together, before anything is built. Each check applies where the
+    script has the flag (and, for an optional one such as --target-kl, where it is set)."""
+
+    def given(*names: str) -> list[tuple[str, float]]:
+        return [(name, getattr(args, name)) for name in names if getattr(args, name, None) is not None]
+
+    for name, value in given("total_timesteps", "num_envs", "num_steps", "minibatch_size", "update_epochs",
+                             "hidden_size", "episodes", "eval_episodes", "learning_rate", "clip_coef", "vf_clip_coef",
+                             "norm_clip", "kl_target", "kl_beta_init", "target_kl"):
+        if value <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {value}")
+    for name, value in given("ent_coef", "vf_coef", "max_grad_norm", "checkpoint_every", "eval_every"):
+        if value < 0:
+            fail(f"--{name.replace('_', '-')} must not be negative, got {value}")
+    for name, value in given("gamma", "gae_lambda"):
+        if not 0.0 <= value <= 1.0:
+            fail(f"--{name.replace('_', '-')} must be in [0, 1], got {value}")
+    if args.norm_adv and args.minibatch_size < 2:
+        fail(f"--minibatch-size must be at least 2 with --norm-adv: the advantages are normalized by their std "
+             f"over each minibatch, and one sample has none (got {args.minibatch_size})")
+    batch_size = getattr(args, "num_envs", 1) * args.num_steps
+    rollout = f"--num-steps {args.num_steps}"
+    if hasattr(args, "num_envs"):
+        rollout = f"--num-envs {args.num_envs} x --num-steps {args.num_steps} = {batch_size}"
+    if args.minibatch_size > batch_size:
+        fail(f"--minibatch-size ({args.minibatch_size}) is larger than the rollout ({rollout})")
+    if batch_size % args.minibatch_size:
+        fail(f"the rollout ({rollout}) must be a multiple of --minibatch-size ({args.minibatch_size})")
+    if args.total_timesteps < batch_size:
+        fail(f"--total-timesteps ({args.total_timesteps}) is less than one rollout ({rollout})")
+
+
+# Copied from common.checkpoints.check_resume
+def check_resume(args: Args, ckpt: dict) -> None:
+    """--resume goes on update by update, so the shape of an update cannot change; and there must be steps left."""
+    for name in ("num_envs", "num_steps"):  # each where the script has it (ppo_cartpole.py has one env)
+        if hasattr(args, name) and getattr(args, name) != ckpt["args"][name]:
+            fail(f"--{name.replace('_', '-')} cannot change on --resume ({ckpt['args'][name]} in {args.resume}, "
+                 f"{getattr(args, name)} now): the step count, the buffers and the annealing go update by update")
+    if ckpt["global_step"] + getattr(args, "num_envs", 1) * args.num_steps > args.total_timesteps:
+        fail(f"{args.resume} has already trained {ckpt['global_step']} steps; "
+             f"give a larger --total-timesteps to train longer")
+
+
+# Copied from common.runs.run_folder
+def run_folder(args: Args) -> str:
+    """runs/<env-id>__<exp-name>__<seed>__<unix time>/ for a new run; a resumed run keeps writing into its own
+    folder, and TensorBoard continues its curves."""
+    if args.resume:
+        return os.path.dirname(os.path.abspath(args.resume))
+    return os.path.join("runs", f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}")
+
+
+# Copied from common.runs.seed_everything
+def seed_everything(args: Args) -> torch.device:
+    """Seed Python, NumPy and torch, so that the same seed gives the same run on the CPU; return the device."""
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.use_deterministic_algorithms(args.torch_deterministic)
+    return torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+
+
+# Copied from common.runs.restore_run
+def restore_run(args: Args, ckpt: Optional[dict], agent: nn.Module, optimizer: optim.Optimizer,
+                device: torch.device) -> tuple[int, int, dict]:
+    """(global_step, first update, annealing schedule) of a new run; resuming, the checkpoint's, with the weights,
+    the optimizer's state and the random generators restored from it."""
+    if ckpt is None:
+        return 0, 1, {"start": 1.0, "from_iteration": 1, "num_iterations": args.num_iterations}
+    restore_agent(agent, ckpt, args.resume)
+    optimizer.load_state_dict(ckpt["optimizer"])
+    restore_rng(ckpt["rng"], device)
+    schedule = resumed_schedule(ckpt["schedule"], ckpt["iteration"], args.num_iterations)
+    return ckpt["global_step"], ckpt["iteration"] + 1, schedule
+
+
+# Copied from common.runs.RunLog
+class RunLog:
+    """What a run reports: scalars to TensorBoard in the run folder, the progress bar with the mean return of the
+    last 20 episodes, and the steps per second. The folder is made here, once the env and the checkpoint have been
+    accepted, so that a refused run leaves nothing behind. Under torchrun only rank 0 writes."""
+
+    def __init__(self, args: Args, run_dir: str, device: torch.device, global_step: int, rank: int = 0):
+        self.writer = None
+        if rank == 0:
+            os.makedirs(run_dir, exist_ok=True)
+            self.writer = SummaryWriter(run_dir)
+            self.writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(
+                f"|{k}|{v}|" for k, v in dataclasses.asdict(args).items()))
+            print(f"run folder {run_dir}, training on {device} (curves: tensorboard --logdir {os.path.dirname(run_dir)})")
+        self.recent_returns = collections.deque(maxlen=20)
+        self.progress = tqdm.tqdm(total=args.total_timesteps, initial=global_step, unit="step", dynamic_ncols=True,
+                                  disable=rank != 0)
+        self.start_time, self.start_step = time.time(), global_step
+
+    def scalar(self, tag: str, value: float, step: int) -> None:
+        if self.writer is not None:
+            self.writer.add_scalar(tag, value, step)
+
+    def episode(self, episodic_return: float, length: int, step: int) -> None:
+        self.recent_returns.append(episodic_return)
+        self.scalar("charts/episodic_return", episodic_return, step)
+        self.scalar("charts/episodic_length", length, step)
+
+    def update(self, global_step: int, steps: int, scalars: dict) -> None:
+        """After an update: its scalars, the steps per second, and the progress bar moved on by `steps`."""
+        sps = int((global_step - self.start_step) / (time.time() - self.start_time))
+        for tag, value in {**scalars, "charts/SPS": sps}.items():
+            self.scalar(tag, value, global_step)
+        self.progress.update(steps)
+        if self.recent_returns:
+            self.progress.set_postfix_str(
+                f"return(last {len(self.recent_returns)}) {np.mean(self.recent_returns):.1f}, SPS {sps}")
+
+    def close(self) -> None:
+        self.progress.close()
+        if self.writer is not None:
+            self.writer.close()
+
+
+# Copied from common.runs.explained_variance
+def explained_variance(returns: np.ndarray, values: np.ndarray) -> float:
+    """How much of the value targets' variance V explains: 1 is a perfect critic, 0 no better than a constant."""
+    var_returns = np.var(returns)
+    return 1 - np.var(returns - values) / var_returns if var_returns > 0 else float("nan")
+
+
+# Copied from common.runs.CtrlC
+class CtrlC:
+    """Ctrl-C asks for a clean stop: the current update finishes, a checkpoint is saved, the script exits (130).
+    A second Ctrl-C quits at once."""
+
+    def __init__(self):
+        self.requested = False
+        signal.signal(signal.SIGINT, self.request)
+
+    def request(self, signum, frame) -> None:
+        self.requested = True
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        tqdm.tqdm.write("Ctrl-C: saving a checkpoint after this update (press again to quit without saving)")
+
+
+# Copied from common.runs.end_of_run
+def end_of_run(log: RunLog, envs, checkpoint_path: str, global_step: int, stopped: bool) -> None:
+    """Close the log and the env(s), say where the checkpoint is and how to watch it; a run stopped by Ctrl-C
+    exits 130, the convention."""
+    log.close()
+    envs.close()
+    print(f"checkpoint: {checkpoint_path} (step {global_step})")
+    print(f"watch it: python {SCRIPT} --play {checkpoint_path} --capture-video")
+    if stopped:
+        raise SystemExit(130)
 
 
 def save_checkpoint(path: str, args: Args, agent: nn.Module, optimizer: optim.Optimizer, global_step: int,
@@ -651,19 +937,6 @@ def restore_rng(states: dict, device: torch.device) -> None:
         torch.cuda.set_rng_state(states["cuda"], device)
 
 
-# Copied from common.checkpoints.check_resume
-def check_resume(args: Args, ckpt: dict) -> None:
-    """--resume goes on update by update, so the shape of an update cannot change; and there must be steps left."""
-    for name in ("num_envs", "num_steps"):
-        if getattr(args, name) != ckpt["args"][name]:
-            flag = "the number of torchrun ranks" if name == "world_size" else "--" + name.replace("_", "-")
-            fail(f"{flag} cannot change on --resume ({ckpt['args'][name]} in {args.resume}, {getattr(args, name)} "
-                 "now): the step count, the buffers and the annealing go update by update")
-    if ckpt["global_step"] + args.num_envs * args.num_steps > args.total_timesteps:
-        fail(f"{args.resume} has already trained {ckpt['global_step']} steps; "
-             f"give a larger --total-timesteps to train longer")
-
-
 # Copied from common.checkpoints.restore_agent
 def restore_agent(agent: nn.Module, ckpt: dict, path: str) -> None:
     try:
@@ -683,11 +956,6 @@ def args_from_checkpoint(args: Args) -> tuple[Args, dict]:
     if args.env_id != ckpt["args"]["env_id"]:
         fail(f"{path} holds a policy for {ckpt['args']['env_id']}, not for --env-id {args.env_id}")
     return args, ckpt
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Evaluation and play: run the greedy policy
-# ---------------------------------------------------------------------------------------------------------
 
 
 def evaluate(args: Args, agent: Agent, episodes: int, video_folder: Optional[str] = None, verbose: bool = False):
@@ -712,6 +980,18 @@ def evaluate(args: Args, agent: Agent, episodes: int, video_folder: Optional[str
     return returns, lengths
 
 
+# Copied from common.evaluation.evaluate_and_log
+def evaluate_and_log(args: Args, agent: Agent, log: RunLog, run_dir: str, global_step: int) -> None:
+    """Evaluate the greedy policy for --eval-episodes episodes (recorded under videos/eval-<step>/ with
+    --capture-video), log the mean return and length, and say it above the progress bar."""
+    video_folder = os.path.join(run_dir, "videos", f"eval-{global_step}") if args.capture_video else None
+    eval_returns, eval_lengths = evaluate(args, agent, args.eval_episodes, video_folder)
+    log.scalar("eval/mean_return", np.mean(eval_returns), global_step)
+    log.scalar("eval/mean_length", np.mean(eval_lengths), global_step)
+    tqdm.tqdm.write(f"step {global_step}: greedy policy, mean return over {args.eval_episodes} episodes "
+                    f"{np.mean(eval_returns):.1f}")
+
+
 def play(args: Args, ckpt: dict) -> None:
     # A folder of its own for each --play, so that no earlier video is overwritten.
     video_folder = os.path.join(os.path.dirname(os.path.abspath(args.play)), "videos", f"play-{int(time.time())}")
@@ -721,225 +1001,6 @@ def play(args: Args, ckpt: dict) -> None:
     print(f"mean return over {args.episodes} episodes: {np.mean(returns):.1f} +/- {np.std(returns):.1f}")
     if args.capture_video:
         print(f"videos: {video_folder}")
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Training
-# ---------------------------------------------------------------------------------------------------------
-
-
-def train(args: Args, ckpt: Optional[dict]) -> None:
-    args.batch_size = args.num_envs * args.num_steps
-    args.num_iterations = args.total_timesteps // args.batch_size
-    if ckpt is None:
-        run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-        run_dir = os.path.join("runs", run_name)
-    else:  # a resumed run keeps writing into its own folder; TensorBoard continues its curves
-        run_dir = os.path.dirname(os.path.abspath(args.resume))
-
-    # Seeding: the same seed gives the same run on the CPU.
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    torch.use_deterministic_algorithms(args.torch_deterministic)
-    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
-
-    agent = Agent(make_env(args), args.hidden_size, args.norm_clip).to(device)
-    envs = make_envs(args)
-    reward_scaler = RewardScaler(args.num_envs, args.gamma)
-    kl_beta = args.kl_beta_init  # beta of L^KLPEN (eq. 8), adapted after every update with --objective kl
-    # eps 1e-5 instead of Adam's default 1e-8, as in the reference implementations ([37] detail 3): it bounds
-    # the step lr * m / (sqrt(v) + eps) where a gradient has been near zero, so such a weight cannot jump.
-    # foreach: update all parameter tensors in a few batched operations instead of a Python loop over them.
-    optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, foreach=True)
-    global_step, start_iteration = 0, 1
-    schedule = {"start": 1.0, "from_iteration": 1, "num_iterations": args.num_iterations}  # annealing (alpha)
-    if ckpt is not None:
-        restore_agent(agent, ckpt, args.resume)
-        optimizer.load_state_dict(ckpt["optimizer"])
-        reward_scaler.load_state_dict(ckpt["reward_scaler"])
-        kl_beta = ckpt["kl_beta"]
-        global_step, start_iteration = ckpt["global_step"], ckpt["iteration"] + 1
-        schedule = resumed_schedule(ckpt["schedule"], ckpt["iteration"], args.num_iterations)
-        restore_rng(ckpt["rng"], device)
-    # The run folder is made only now that the env and the checkpoint have been accepted: a refused run
-    # leaves nothing behind.
-    os.makedirs(run_dir, exist_ok=True)
-    writer = SummaryWriter(run_dir)
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in dataclasses.asdict(args).items()),
-    )
-    checkpoint_path = os.path.join(run_dir, "checkpoint.pt")
-    rollout = Rollout(args.num_steps, args.num_envs, envs.single_observation_space.shape,
-                      envs.single_action_space.shape)
-
-    # Env i starts from seed + i; a resumed run starts fresh episodes, seeded from the seed and the step count.
-    next_obs, _ = envs.reset(seed=args.seed + global_step)
-
-    # Ctrl-C asks for a clean stop: the current update finishes, a checkpoint is saved, the script exits.
-    stop_requested = []
-
-    def request_stop(signum, frame):
-        stop_requested.append(signum)
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C quits at once
-        tqdm.tqdm.write("Ctrl-C: saving a checkpoint after this update (press again to quit without saving)")
-
-    signal.signal(signal.SIGINT, request_stop)
-    recent_returns = collections.deque(maxlen=20)
-    print(f"run folder {run_dir}, training on {device} (curves: tensorboard --logdir {os.path.dirname(run_dir)})")
-    progress = tqdm.tqdm(total=args.total_timesteps, initial=global_step, unit="step", dynamic_ncols=True)
-    start_time, start_step = time.time(), global_step
-
-    for iteration in range(start_iteration, args.num_iterations + 1):
-        # Linear annealing ([37] detail 4): lr_i = alpha_i * learning_rate, alpha_i = 1 - (i - 1) / num_iterations
-        # falling from 1 toward 0 (Table 5's alpha; `annealed` also covers a resumed run's schedule).
-        if args.anneal_lr:
-            optimizer.param_groups[0]["lr"] = annealed(iteration, schedule) * args.learning_rate
-
-        # --- Rollout: run the current policy pi_old for T steps in each of the N envs -----------------------
-        next_obs, last_value, episodes = collect_rollout(envs, agent, next_obs, rollout)
-        for step, episodic_return, length in episodes:
-            recent_returns.append(episodic_return)
-            writer.add_scalar("charts/episodic_return", episodic_return, global_step + (step + 1) * args.num_envs)
-            writer.add_scalar("charts/episodic_length", length, global_step + (step + 1) * args.num_envs)
-        global_step += args.batch_size
-
-        # --- Reward scaling: the rollout's returns join the statistics, then its rewards are scaled ----------
-        rewards = rollout.rewards
-        if args.norm_reward:
-            reward_scaler.update(rollout.rewards, rollout.dones)
-            rewards = reward_scaler.scale(rollout.rewards, args.norm_clip)
-
-        # --- Advantages: computed once per rollout, from the value function that collected it -------------
-        advantages = compute_gae(rewards, rollout.values, rollout.dones, rollout.final_values, last_value,
-                                 args.gamma, args.gae_lambda)
-        returns = advantages + rollout.values  # the value targets: V^targ_t = A_t + V(s_t)
-        # Flatten [T, N] into one batch of N*T samples: after GAE, the order of the samples no longer matters.
-        b_obs, b_actions, b_logprobs, b_advantages, b_returns, b_values = (
-            torch.as_tensor(x, device=device).flatten(0, 1)
-            for x in (rollout.obs, rollout.actions, rollout.logprobs, advantages, returns, rollout.values)
-        )
-
-        with torch.no_grad():  # pi_old, for the exact KL of the penalty and of the diagnostics
-            b_old_mean, b_old_logstd = agent.get_distribution(b_obs)
-            b_old_logstd = b_old_logstd.clone()  # a view of actor_logstd, which the optimizer changes in place
-
-        # --- Update: K epochs of minibatch gradient steps on L^{CLIP+VF+S} or L^{KLPEN+VF+S} ----------------
-        clipfracs, vf_clipfracs = [], []
-        for epoch in range(args.update_epochs):
-            for mb in torch.randperm(args.batch_size, device=device).split(args.minibatch_size):
-                _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb], b_actions[mb])
-                # r_t(theta) = pi(a_t|s_t) / pi_old(a_t|s_t), computed as exp(log pi - log pi_old): a ratio
-                # of two small probabilities is numerically fragile, a difference of logs is not. b_logprobs is
-                # log pi_old, recorded in the rollout: it stays fixed through all K epochs while pi moves.
-                logratio = newlogprob - b_logprobs[mb]
-                ratio = logratio.exp()
-                with torch.no_grad():
-                    # KL[pi_old || pi] estimators (http://joschu.net/blog/kl-approx.html), logged; approx_kl
-                    # (k3, unbiased and never negative) also drives the --target-kl early stop.
-                    old_approx_kl = (-logratio).mean()
-                    approx_kl = ((ratio - 1) - logratio).mean()
-                    clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean().item())
-
-                mb_advantages = b_advantages[mb]
-                if args.norm_adv:
-                    mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
-
-                if args.objective == "clip":
-                    pg_loss = clipped_surrogate_loss(ratio, mb_advantages, args.clip_coef)
-                elif args.objective == "none":
-                    pg_loss = unclipped_surrogate_loss(ratio, mb_advantages)
-                else:
-                    kl = gaussian_kl(b_old_mean[mb], b_old_logstd[mb], *agent.get_distribution(b_obs[mb]))
-                    pg_loss = kl_penalty_loss(ratio, mb_advantages, kl, kl_beta)
-                if args.clip_vloss:
-                    v_loss = clipped_value_loss(newvalue, b_values[mb], b_returns[mb], args.vf_clip_coef)
-                    # the share of samples whose V moved past the clip range: where the clip can act
-                    vf_clipfracs.append(((newvalue - b_values[mb]).abs() > args.vf_clip_coef).float().mean().item())
-                else:  # L^VF = (V(s_t) - V^targ_t)^2, halved so its gradient is the plain error       (eq. 9)
-                    v_loss = 0.5 * ((newvalue - b_returns[mb]) ** 2).mean()
-                entropy_loss = entropy.mean()
-                # L^{CLIP+VF+S} = L^CLIP - c1 L^VF + c2 S is maximized (or L^KLPEN in L^CLIP's place);
-                # we minimize its negative                                                          (eq. 9)
-                # With v_loss's 0.5 the value term is c1 * 0.5 * (V - V^targ)^2: c1 = 0.5 weighs the squared
-                # error by 0.25, as CleanRL's defaults do; eq. 9's c1 weighs the squared error by c1 itself.
-                loss = pg_loss + args.vf_coef * v_loss - args.ent_coef * entropy_loss
-
-                optimizer.zero_grad()
-                loss.backward()
-                # Global grad-norm clipping: one norm over all parameters together, rescaled to at most
-                # max_grad_norm, so one bad minibatch cannot make a huge step ([37] detail 11).
-                nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
-                optimizer.step()
-
-            # Early stop: once pi has drifted this far from pi_old, more epochs on the same data would take it
-            # past where the samples say anything (Spinning Up's PPO checks before every step; this check, like
-            # CleanRL's, comes after each epoch and reads approx_kl of that epoch's last minibatch only).
-            if args.target_kl is not None and approx_kl > args.target_kl:
-                break
-
-        # d = mean KL[pi_old || pi] over the whole rollout, exactly, after the update: how far pi moved.
-        with torch.no_grad():
-            kl_divergence = gaussian_kl(b_old_mean, b_old_logstd, *agent.get_distribution(b_obs)).mean().item()
-        writer.add_scalar("losses/kl", kl_divergence, global_step)
-        if args.objective == "kl":
-            writer.add_scalar("charts/kl_beta", kl_beta, global_step)  # the beta this update was penalized with
-            if args.kl_adaptive:
-                kl_beta = adapt_kl_beta(kl_beta, kl_divergence, args.kl_target)  # for the next update (section 4)
-
-        # The rollout's observations join the statistics only now: pi_old acted, and the update scored it,
-        # with the same normalization, so the ratio r_t(theta) starts at exactly 1 ([37] continuous detail 6
-        # updates the statistics at every step instead and stores the normalized observations).
-        if args.norm_obs:
-            agent.obs_rms.update(torch.as_tensor(rollout.obs))
-
-        # --- Diagnostics and logging ------------------------------------------------------------------------
-        # Explained variance of the value targets by V: 1 is a perfect critic, 0 no better than a constant.
-        var_returns = np.var(returns)
-        explained_var = 1 - np.var(returns - rollout.values) / var_returns if var_returns > 0 else float("nan")
-        sps = int((global_step - start_step) / (time.time() - start_time))
-        writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
-        # The losses and KL estimates logged are the last minibatch's (clipfrac: the mean over all minibatches).
-        writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
-        writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
-        writer.add_scalar("losses/entropy", entropy_loss.item(), global_step)
-        writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
-        writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
-        writer.add_scalar("losses/clipfrac", np.mean(clipfracs), global_step)
-        if vf_clipfracs:
-            writer.add_scalar("losses/vf_clipfrac", np.mean(vf_clipfracs), global_step)
-        writer.add_scalar("losses/explained_variance", explained_var, global_step)
-        writer.add_scalar("losses/update_epochs", epoch + 1, global_step)
-        writer.add_scalar("charts/SPS", sps, global_step)
-        progress.update(args.batch_size)
-        if recent_returns:
-            progress.set_postfix_str(f"return(last {len(recent_returns)}) {np.mean(recent_returns):.1f}, SPS {sps}")
-
-        # --- Evaluation of the greedy policy, on an env of its own ------------------------------------------
-        last = iteration == args.num_iterations
-        if args.eval_every and (last or iteration % args.eval_every == 0):
-            video_folder = os.path.join(run_dir, "videos", f"eval-{global_step}") if args.capture_video else None
-            eval_returns, eval_lengths = evaluate(args, agent, args.eval_episodes, video_folder)
-            writer.add_scalar("eval/mean_return", np.mean(eval_returns), global_step)
-            writer.add_scalar("eval/mean_length", np.mean(eval_lengths), global_step)
-            tqdm.tqdm.write(f"step {global_step}: greedy policy, mean return over {args.eval_episodes} episodes "
-                            f"{np.mean(eval_returns):.1f}")
-
-        # --- Checkpoint -------------------------------------------------------------------------------------
-        if last or stop_requested or (args.checkpoint_every and iteration % args.checkpoint_every == 0):
-            save_checkpoint(checkpoint_path, args, agent, optimizer, global_step, iteration, schedule, reward_scaler,
-                            kl_beta)
-        if stop_requested:
-            break
-
-    progress.close()
-    envs.close()
-    writer.close()
-    print(f"checkpoint: {checkpoint_path} (step {global_step})")
-    print(f"watch it: python {SCRIPT} --play {checkpoint_path} --capture-video")
-    if stop_requested:
-        raise SystemExit(130)  # the conventional status of a program stopped by Ctrl-C
 
 
 # Copied from common.cli.main

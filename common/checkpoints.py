@@ -5,7 +5,8 @@ where several scripts do it word for word:
   reward statistics and beta too; the torchrun scripts gather every rank's state first: common.distributed)
 - load_checkpoint: ppo_cartpole.py, ppo_lunarlander_vec.py, ppo_breakout_atari.py, and ppo_mario_cnn.py with its
   two optimizers (`with "optimizer"->"optimizers"`)
-- check_resume, for N envs in one process: ppo_lunarlander_vec.py, ppo_pendulum_continuous.py
+- check_resume, for the scripts that train in one process: ppo_cartpole.py, ppo_lunarlander_vec.py,
+  ppo_pendulum_continuous.py
 - restore_agent, args_from_checkpoint: every script
 
 Like wrappers.py and resume.py, this module holds the originals of checked copies, and no script imports it: each
@@ -60,12 +61,11 @@ def load_checkpoint(path: str) -> dict:
 
 def check_resume(args: Args, ckpt: dict) -> None:
     """--resume goes on update by update, so the shape of an update cannot change; and there must be steps left."""
-    for name in ("num_envs", "num_steps"):
-        if getattr(args, name) != ckpt["args"][name]:
-            flag = "the number of torchrun ranks" if name == "world_size" else "--" + name.replace("_", "-")
-            fail(f"{flag} cannot change on --resume ({ckpt['args'][name]} in {args.resume}, {getattr(args, name)} "
-                 "now): the step count, the buffers and the annealing go update by update")
-    if ckpt["global_step"] + args.num_envs * args.num_steps > args.total_timesteps:
+    for name in ("num_envs", "num_steps"):  # each where the script has it (ppo_cartpole.py has one env)
+        if hasattr(args, name) and getattr(args, name) != ckpt["args"][name]:
+            fail(f"--{name.replace('_', '-')} cannot change on --resume ({ckpt['args'][name]} in {args.resume}, "
+                 f"{getattr(args, name)} now): the step count, the buffers and the annealing go update by update")
+    if ckpt["global_step"] + getattr(args, "num_envs", 1) * args.num_steps > args.total_timesteps:
         fail(f"{args.resume} has already trained {ckpt['global_step']} steps; "
              f"give a larger --total-timesteps to train longer")
 

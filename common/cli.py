@@ -1,6 +1,8 @@
 """The command line's plumbing that several scripts share word for word:
 
 - fail, how a script refuses bad input: every script
+- check_args, the checks of the hyperparameters: the scripts that train in one process (ppo_cartpole.py,
+  ppo_lunarlander_vec.py, ppo_pendulum_continuous.py), each flag checked where the script has it
 - main, of the scripts that train in one process: ppo_cartpole.py, ppo_lunarlander_vec.py,
   ppo_pendulum_continuous.py (the torchrun scripts' main is common.distributed.main)
 
@@ -22,6 +24,39 @@ def fail(message: str) -> None:
     """Bad input ends the run with one clear line on stderr and exit code 2, never a traceback."""
     print(f"{SCRIPT}: error: {message}", file=sys.stderr)
     raise SystemExit(2)
+
+
+def check_args(args: Args) -> None:
+    """Refuse hyperparameters that cannot work together, before anything is built. Each check applies where the
+    script has the flag (and, for an optional one such as --target-kl, where it is set)."""
+
+    def given(*names: str) -> list[tuple[str, float]]:
+        return [(name, getattr(args, name)) for name in names if getattr(args, name, None) is not None]
+
+    for name, value in given("total_timesteps", "num_envs", "num_steps", "minibatch_size", "update_epochs",
+                             "hidden_size", "episodes", "eval_episodes", "learning_rate", "clip_coef", "vf_clip_coef",
+                             "norm_clip", "kl_target", "kl_beta_init", "target_kl"):
+        if value <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {value}")
+    for name, value in given("ent_coef", "vf_coef", "max_grad_norm", "checkpoint_every", "eval_every"):
+        if value < 0:
+            fail(f"--{name.replace('_', '-')} must not be negative, got {value}")
+    for name, value in given("gamma", "gae_lambda"):
+        if not 0.0 <= value <= 1.0:
+            fail(f"--{name.replace('_', '-')} must be in [0, 1], got {value}")
+    if args.norm_adv and args.minibatch_size < 2:
+        fail(f"--minibatch-size must be at least 2 with --norm-adv: the advantages are normalized by their std "
+             f"over each minibatch, and one sample has none (got {args.minibatch_size})")
+    batch_size = getattr(args, "num_envs", 1) * args.num_steps
+    rollout = f"--num-steps {args.num_steps}"
+    if hasattr(args, "num_envs"):
+        rollout = f"--num-envs {args.num_envs} x --num-steps {args.num_steps} = {batch_size}"
+    if args.minibatch_size > batch_size:
+        fail(f"--minibatch-size ({args.minibatch_size}) is larger than the rollout ({rollout})")
+    if batch_size % args.minibatch_size:
+        fail(f"the rollout ({rollout}) must be a multiple of --minibatch-size ({args.minibatch_size})")
+    if args.total_timesteps < batch_size:
+        fail(f"--total-timesteps ({args.total_timesteps}) is less than one rollout ({rollout})")
 
 
 def main() -> None:

@@ -6,7 +6,7 @@ than the return).
 Like wrappers.py and resume.py, this module holds the originals of checked copies, and no script imports it: each
 copy sits in its script under `# Copied from common.evaluation.<name>`, `python -m common.check_copies` fails when
 one drifts and `--fix` rewrites it from here. The names used below but neither defined nor imported here are the
-carrying script's own: Args, Agent, make_env, restore_agent.
+carrying script's own: Args, Agent, RunLog, make_env, restore_agent.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 import torch
+import tqdm
 
 
 def evaluate(args: Args, agent: Agent, episodes: int, video_folder: Optional[str] = None, verbose: bool = False):
@@ -49,3 +50,14 @@ def play(args: Args, ckpt: dict) -> None:
     print(f"mean return over {args.episodes} episodes: {np.mean(returns):.1f} +/- {np.std(returns):.1f}")
     if args.capture_video:
         print(f"videos: {video_folder}")
+
+
+def evaluate_and_log(args: Args, agent: Agent, log: RunLog, run_dir: str, global_step: int) -> None:
+    """Evaluate the greedy policy for --eval-episodes episodes (recorded under videos/eval-<step>/ with
+    --capture-video), log the mean return and length, and say it above the progress bar."""
+    video_folder = os.path.join(run_dir, "videos", f"eval-{global_step}") if args.capture_video else None
+    eval_returns, eval_lengths = evaluate(args, agent, args.eval_episodes, video_folder)
+    log.scalar("eval/mean_return", np.mean(eval_returns), global_step)
+    log.scalar("eval/mean_length", np.mean(eval_lengths), global_step)
+    tqdm.tqdm.write(f"step {global_step}: greedy policy, mean return over {args.eval_episodes} episodes "
+                    f"{np.mean(eval_returns):.1f}")

@@ -7,7 +7,7 @@
   ppo_lunarlander_vec.py, ppo_pendulum_continuous.py); the torchrun scripts have twins in common.distributed
 - run_folder: every script
 
-Like every module of common/, it holds the originals of checked copies and no script imports it: each copy sits in
+Like wrappers.py and resume.py, this module holds the originals of checked copies and no script imports it: each copy sits in
 its script under `# Copied from common.runs.<name>`, `python -m common.check_copies` fails when one drifts and
 `--fix` rewrites it from here. The names used below but neither defined nor imported here are the carrying script's
 own: SCRIPT, Args, restore_agent, resumed_schedule, restore_rng.
@@ -124,8 +124,11 @@ class CtrlC:
         tqdm.tqdm.write("Ctrl-C: saving a checkpoint after this update (press again to quit without saving)")
 
 
-def end_of_run(checkpoint_path: str, global_step: int, stopped: bool) -> None:
-    """Say where the checkpoint is and how to watch it; a run stopped by Ctrl-C exits 130, the convention."""
+def end_of_run(log: RunLog, envs, checkpoint_path: str, global_step: int, stopped: bool) -> None:
+    """Close the log and the env(s), say where the checkpoint is and how to watch it; a run stopped by Ctrl-C
+    exits 130, the convention."""
+    log.close()
+    envs.close()
     print(f"checkpoint: {checkpoint_path} (step {global_step})")
     print(f"watch it: python {SCRIPT} --play {checkpoint_path} --capture-video")
     if stopped:

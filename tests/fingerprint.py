@@ -192,14 +192,17 @@ def differences(module: str, expected: dict, got: dict, most: int = 10) -> list[
             lines.append(f"{where}: the run's command line has changed since it was recorded (--write to re-record)")
         if a["exit"] != b["exit"]:
             lines.append(f"{where}: exit status {a['exit']} recorded, {b['exit']} now")
-        a_keys, b_keys = [(t, s) for t, s, _ in a["scalars"]], [(t, s) for t, s, _ in b["scalars"]]
+        # The order in which one update's different tags are written is not behaviour: compare by (tag, step),
+        # keeping the order of the values logged under one tag and step (a stable sort).
+        a_scalars, b_scalars = (sorted(x["scalars"], key=lambda item: (item[0], item[1])) for x in (a, b))
+        a_keys, b_keys = [(t, s) for t, s, _ in a_scalars], [(t, s) for t, s, _ in b_scalars]
         if a_keys != b_keys:
             missing = sorted(set(a_keys) - set(b_keys))[:most]
             extra = sorted(set(b_keys) - set(a_keys))[:most]
             lines.append(f"{where}: logged (tag, step) pairs differ: no longer logged {missing}, newly logged {extra}"
-                         + ("" if missing or extra else " (same pairs, another order or count)"))
+                         + ("" if missing or extra else " (same pairs, another count)"))
         scalar_lines = [f"{where}: {ta} at step {sa}: {va!r} recorded, {vb!r} now"
-                        for (ta, sa, va), (tb, sb, vb) in zip(a["scalars"], b["scalars"])
+                        for (ta, sa, va), (tb, sb, vb) in zip(a_scalars, b_scalars)
                         if (ta, sa) == (tb, sb) and not same(va, vb)]
         lines += scalar_lines[:most]
         if len(scalar_lines) > most:
