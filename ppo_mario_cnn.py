@@ -369,7 +369,12 @@ def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None)
     RecordVideo sits above the frame skip: one frame per agent step, played at 15 fps (60 / 4), at most the
     first VIDEO_STEPS steps of an episode. An episode is one life on one level: it ends when Mario dies or
     reaches the flag."""
-    # (check_args has made sure the game has this level)
+    if args.env_id not in GAMES:
+        fail(f"--env-id {args.env_id!r} is not a Super Mario Bros game; this script plays {' or '.join(GAMES)} "
+             "(the level comes from --world and --stage; for Atari games use ppo_breakout_atari.py)")
+    worlds = 12 if GAMES[args.env_id] else 8
+    if not 1 <= args.world <= worlds or not 1 <= args.stage <= 4:
+        fail(f"{args.env_id} has worlds 1-{worlds} and stages 1-4, got --world {args.world} --stage {args.stage}")
     nes = gym_super_mario_bros.SuperMarioBrosEnv(lost_levels=GAMES[args.env_id], target=(args.world, args.stage))
     env = ToGymnasium(JoypadSpace(nes, ACTION_SETS[args.action_type]))
     env = gym.wrappers.RecordEpisodeStatistics(env)
@@ -633,27 +638,12 @@ def annealed(iteration: int, schedule: dict) -> float:
 
 
 def train(args: Args, ckpt: Optional[dict]) -> None:
-    rank, device = setup_distributed(args)
+    rank, device = setup_distributed(args)  # under torchrun: this process's rank and its device
     args.batch_size = args.num_envs * args.num_steps
     # global_step counts the steps of all ranks: each update consumes world_size rollouts.
     args.num_iterations = args.total_timesteps // (args.batch_size * args.world_size)
-    if ckpt is None:
-        level = args.env_id.replace("-v0", f"-{args.world}-{args.stage}-v0")  # SuperMarioBros-1-1-v0
-        run_name = f"{level}__{args.exp_name}__{args.seed}__{int(time.time())}"
-        run_dir = os.path.join("runs", run_name)
-    else:  # a resumed run keeps writing into its own folder; TensorBoard continues its curves
-        run_dir = os.path.dirname(os.path.abspath(args.resume))
-
-    # Seeding: the same seed gives the same run on the CPU; each rank samples and explores with its own seed.
-    random.seed(args.seed + rank)
-    np.random.seed(args.seed + rank)
-    torch.manual_seed(args.seed + rank)
-    torch.use_deterministic_algorithms(args.torch_deterministic)
-    # ...but without also filling every fresh tensor with NaN first (a debugging aid that comes with it: it
-    # takes time and does not change the results).
-    torch.utils.deterministic.fill_uninitialized_memory = False
-    if device.type == "cuda":
-        set_cudnn_flags(args)
+    seed_everything(args, rank, device)  # the same seed gives the same run on the CPU; each rank has its own
+    run_dir = run_folder(args)  # runs/<level>__<exp-name>__<seed>__<time>/, or the resumed run's own
 
     agent = Agent(make_env(args), args.hidden_size, use_bf16(args, device)).to(device)
     envs = make_envs(args)
@@ -661,31 +651,14 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
     # the step lr * m / (sqrt(v) + eps) where a gradient has been near zero, so such a weight cannot jump.
     # foreach: update all parameter tensors in a few batched operations instead of a Python loop over them.
     # Two optimizers, one per network ([SU]): each network's step size adapts to its own loss alone.
-    optimizers = {
-        "pi": optim.Adam(agent.actor_parameters(), lr=args.learning_rate, eps=1e-5, foreach=True),
-        "vf": optim.Adam(agent.critic_parameters(), lr=args.vf_learning_rate, eps=1e-5, foreach=True),
-    }
-    global_step, start_iteration = 0, 1
-    schedule = {"start": 1.0, "from_iteration": 1, "num_iterations": args.num_iterations}  # annealing (alpha)
-    if ckpt is not None:
-        restore_agent(agent, ckpt, args.resume)
-        for name, optimizer in optimizers.items():
-            optimizer.load_state_dict(ckpt["optimizers"][name])
-        global_step, start_iteration = ckpt["global_step"], ckpt["iteration"] + 1
-        schedule = resumed_schedule(ckpt["schedule"], ckpt["iteration"], args.num_iterations)
-        restore_rng(ckpt["rng"][rank], device)  # this rank's own generators (check_resume: same ranks)
-    if args.world_size > 1:  # every rank starts from rank 0's weights (each drew its own at construction)
-        for tensor in agent.state_dict().values():
-            dist.broadcast(tensor, src=0)
-    # The run folder is made only now that the env and the checkpoint have been accepted: a refused run
-    # leaves nothing behind. Only rank 0 writes it.
-    if rank == 0:
-        os.makedirs(run_dir, exist_ok=True)
-    writer = SummaryWriter(run_dir) if rank == 0 else Silent()
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in dataclasses.asdict(args).items()),
+    optimizers = Optimizers(
+        pi=optim.Adam(agent.actor_parameters(), lr=args.learning_rate, eps=1e-5, foreach=True),
+        vf=optim.Adam(agent.critic_parameters(), lr=args.vf_learning_rate, eps=1e-5, foreach=True),
     )
+    # A new run starts at step 0, annealing from 1; --resume restores the weights, the optimizers' states, this
+    # rank's random generators, the step count and the annealing schedule. Every rank takes rank 0's weights.
+    global_step, start_iteration, schedule = restore_run(args, ckpt, agent, optimizers, device, rank)
+    log = RunLog(args, run_dir, device, global_step, rank)  # the run folder: TensorBoard, the progress bar, SPS
     checkpoint_path = os.path.join(run_dir, "checkpoint.pt")
     rollout = Rollout(args.num_steps, args.num_envs, envs.single_observation_space.shape)
 
@@ -694,20 +667,14 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
     next_obs, _ = envs.reset(seed=args.seed + rank * args.num_envs + global_step)
 
     # Ctrl-C asks for a clean stop: at the next rollout step or minibatch, the checkpoint of the last complete
-    # update is saved and the script exits (Stopper).
+    # update (the snapshot, taken after every update) is saved and the script exits.
     stopper = Stopper(args, rank, device)
     stopper.snapshot = checkpoint_state(args, agent, optimizers, global_step, start_iteration - 1, schedule)
-    recent_returns, recent_x = collections.deque(maxlen=20), collections.deque(maxlen=20)
-    if rank == 0:
-        print(f"run folder {run_dir}, training on {device} (curves: tensorboard --logdir {os.path.dirname(run_dir)})")
-    progress = tqdm.tqdm(total=args.total_timesteps, initial=global_step, unit="step", dynamic_ncols=True,
-                         disable=rank != 0)
-    start_time, start_step = time.time(), global_step
 
     for iteration in range(start_iteration, args.num_iterations + 1):
         # Linear annealing ([37] detail 4): lr_i = alpha_i * learning_rate, alpha_i = 1 - (i - 1) / num_iterations
-        # falling from 1 toward 0 (Table 5's alpha).
-        frac = annealed(iteration, schedule)  # (also covers a resumed run's schedule)
+        # falling from 1 toward 0 (Table 5's alpha; `annealed` also covers a resumed run's schedule).
+        frac = annealed(iteration, schedule)
         if args.anneal_lr:
             optimizers["pi"].param_groups[0]["lr"] = frac * args.learning_rate
             optimizers["vf"].param_groups[0]["lr"] = frac * args.vf_learning_rate
@@ -717,13 +684,10 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         if stopper.stopped:
             break
         for step, episodic_return, length, x_pos, flag_get in episodes:  # rank 0's episodes
-            recent_returns.append(episodic_return)
-            recent_x.append(x_pos)
             at_step = global_step + (step + 1) * args.num_envs * args.world_size
-            writer.add_scalar("charts/episodic_return", episodic_return, at_step)
-            writer.add_scalar("charts/episodic_length", length, at_step)
-            writer.add_scalar("charts/x_pos", x_pos, at_step)  # how far Mario got (the flag is at about 3160)
-            writer.add_scalar("charts/flag_get", float(flag_get), at_step)
+            log.episode(episodic_return, length, at_step)
+            log.scalar("charts/x_pos", x_pos, at_step)  # how far Mario got (the flag is at about 3160)
+            log.scalar("charts/flag_get", float(flag_get), at_step)
         global_step += args.batch_size * args.world_size
 
         # --- Advantages: computed once per rollout, from the value function that collected it -------------
@@ -784,64 +748,28 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         if stopper.stopped:
             break
 
-        # --- Diagnostics and logging ------------------------------------------------------------------------
-        # Explained variance of the value targets by V: 1 is a perfect critic, 0 no better than a constant.
-        var_returns = np.var(returns)
-        explained_var = 1 - np.var(returns - rollout.values) / var_returns if var_returns > 0 else float("nan")
-        sps = int((global_step - start_step) / (time.time() - start_time))
-        writer.add_scalar("charts/learning_rate", optimizers["pi"].param_groups[0]["lr"], global_step)
-        # The losses logged are the last minibatch's (clipfrac: the mean over the policy's steps); the KL
+        # --- Logging: the losses are the last minibatch's (clipfrac: the mean over the policy's steps); the KL
         # estimates, the last ones checked (if the policy stopped early, those of the step it did not take).
-        writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
-        if stop_iter > 0:  # (stopped before its first step, the policy has no loss to report)
-            writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
-            writer.add_scalar("losses/entropy", entropy_loss.item(), global_step)
-            writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
-            writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
-            writer.add_scalar("losses/clipfrac", np.mean(clipfracs), global_step)
-        writer.add_scalar("losses/explained_variance", explained_var, global_step)
-        writer.add_scalar("losses/stop_iter", stop_iter, global_step)  # policy steps taken ([SU]'s StopIter)
-        writer.add_scalar("charts/SPS", sps, global_step)
-        progress.update(args.batch_size * args.world_size)  # global_step's count: every rank's steps
-        if recent_returns:
-            progress.set_postfix_str(f"return(last {len(recent_returns)}) {np.mean(recent_returns):.1f}, "
-                                     f"x {np.mean(recent_x):.0f}, SPS {sps}")
+        log.update(global_step, args.batch_size * args.world_size, {
+            "charts/learning_rate": optimizers["pi"].param_groups[0]["lr"], "losses/value_loss": v_loss.item(),
+            **({"losses/policy_loss": pg_loss.item(), "losses/entropy": entropy_loss.item(),
+                "losses/old_approx_kl": old_approx_kl.item(), "losses/approx_kl": approx_kl.item(),
+                "losses/clipfrac": np.mean(clipfracs)} if stop_iter > 0 else {}),  # (no step: no policy loss)
+            "losses/explained_variance": explained_variance(returns, rollout.values),
+            "losses/stop_iter": stop_iter,  # policy steps taken ([SU]'s StopIter)
+        })
 
         # --- Evaluation of the policy, on an env of its own ------------------------------------------------
         last = iteration == args.num_iterations
         if rank == 0 and args.eval_every and (last or iteration % args.eval_every == 0):
-            video_folder = os.path.join(run_dir, "videos", f"eval-{global_step}") if args.capture_video else None
-            eval_returns, eval_lengths, eval_x, eval_flags = evaluate(args, agent, args.eval_episodes, video_folder,
-                                                                      should_stop=lambda: stopper.requested)
-            if not stopper.requested:  # (a Ctrl-C cut the evaluation short: nothing to log)
-                writer.add_scalar("eval/mean_return", np.mean(eval_returns), global_step)
-                writer.add_scalar("eval/mean_length", np.mean(eval_lengths), global_step)
-                writer.add_scalar("eval/mean_x_pos", np.mean(eval_x), global_step)
-                writer.add_scalar("eval/flag_rate", np.mean(eval_flags), global_step)
-                tqdm.tqdm.write(f"step {global_step}: over {args.eval_episodes} episodes mean return "
-                                f"{np.mean(eval_returns):.1f}, mean x position {np.mean(eval_x):.0f}, "
-                                f"flag reached in {sum(eval_flags)}")
+            evaluate_and_log(args, agent, log, run_dir, global_step, stopper)
 
         # --- Checkpoint -------------------------------------------------------------------------------------
         stopper.snapshot = checkpoint_state(args, agent, optimizers, global_step, iteration, schedule)  # (every rank)
         if rank == 0 and (last or (args.checkpoint_every and iteration % args.checkpoint_every == 0)):
             save_checkpoint(checkpoint_path, stopper.snapshot)
 
-    if stopper.stopped:  # Ctrl-C: the last complete update is what is saved
-        global_step = stopper.snapshot["global_step"]
-        if rank == 0:
-            save_checkpoint(checkpoint_path, stopper.snapshot)
-
-    progress.close()
-    envs.close()
-    writer.close()
-    if args.world_size > 1:
-        dist.destroy_process_group()
-    if rank == 0:
-        print(f"checkpoint: {checkpoint_path} (step {global_step})")
-        print(f"watch it: python {SCRIPT} --play {checkpoint_path} --capture-video")
-    if stopper.stopped:
-        raise SystemExit(130)  # the conventional status of a program stopped by Ctrl-C
+    end_of_run(log, envs, checkpoint_path, stopper)
 
 
 # =========================================================================================================
@@ -857,43 +785,38 @@ def fail(message: str) -> None:
     raise SystemExit(2)
 
 
+# Copied from common.distributed.check_args
 def check_args(args: Args) -> None:
-    """Refuse hyperparameters that cannot work together, before anything is built."""
-    for name in ("total_timesteps", "num_envs", "num_steps", "minibatch_size", "train_pi_iters", "train_v_iters",
-                 "hidden_size", "episodes", "eval_episodes"):
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    """Refuse hyperparameters that cannot work together, before anything is built. Each check applies where the
+    script has the flag (and, for an optional one such as --target-kl, where it is set)."""
+
+    def given(*names: str) -> list[tuple[str, float]]:
+        return [(name, getattr(args, name)) for name in names if getattr(args, name, None) is not None]
+
+    for name, value in given("total_timesteps", "num_envs", "num_steps", "minibatch_size", "update_epochs",
+                             "train_pi_iters", "train_v_iters", "hidden_size", "episodes", "eval_episodes",
+                             "learning_rate", "vf_learning_rate", "clip_coef", "vf_clip_coef", "target_kl"):
+        if value <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {value}")
+    for name, value in given("ent_coef", "vf_coef", "max_grad_norm", "checkpoint_every", "eval_every"):
+        if value < 0:
+            fail(f"--{name.replace('_', '-')} must not be negative, got {value}")
+    for name, value in given("gamma", "gae_lambda"):
+        if not 0.0 <= value <= 1.0:
+            fail(f"--{name.replace('_', '-')} must be in [0, 1], got {value}")
     if args.norm_adv and args.minibatch_size < 2:
         fail(f"--minibatch-size must be at least 2 with --norm-adv: the advantages are normalized by their std "
              f"over each minibatch, and one sample has none (got {args.minibatch_size})")
     batch_size = args.num_envs * args.num_steps
+    rollout = f"--num-envs {args.num_envs} x --num-steps {args.num_steps} = {batch_size}"
     if args.minibatch_size > batch_size:
-        fail(f"--minibatch-size ({args.minibatch_size}) is larger than the rollout (--num-envs {args.num_envs} "
-             f"x --num-steps {args.num_steps} = {batch_size})")
+        fail(f"--minibatch-size ({args.minibatch_size}) is larger than the rollout ({rollout})")
     if batch_size % args.minibatch_size:
-        fail(f"the rollout (--num-envs {args.num_envs} x --num-steps {args.num_steps} = {batch_size}) must be a "
-             f"multiple of --minibatch-size ({args.minibatch_size})")
+        fail(f"the rollout ({rollout}) must be a multiple of --minibatch-size ({args.minibatch_size})")
     if args.total_timesteps < batch_size * args.world_size:
         fail(f"--total-timesteps ({args.total_timesteps}) is less than one rollout of every rank (--num-envs "
              f"{args.num_envs} x --num-steps {args.num_steps} x {args.world_size} ranks = "
              f"{batch_size * args.world_size})")
-    if args.env_id not in GAMES:
-        fail(f"--env-id {args.env_id!r} is not a Super Mario Bros game; this script plays {' or '.join(GAMES)} "
-             "(the level comes from --world and --stage; for Atari games use ppo_breakout_atari.py)")
-    worlds = 12 if GAMES[args.env_id] else 8
-    if not 1 <= args.world <= worlds or not 1 <= args.stage <= 4:
-        fail(f"{args.env_id} has worlds 1-{worlds} and stages 1-4, got --world {args.world} --stage {args.stage}")
-    for name in ("gamma", "gae_lambda"):
-        if not 0.0 <= getattr(args, name) <= 1.0:
-            fail(f"--{name.replace('_', '-')} must be in [0, 1], got {getattr(args, name)}")
-    for name in ("learning_rate", "vf_learning_rate", "clip_coef"):
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if args.target_kl is not None and args.target_kl <= 0:
-        fail(f"--target-kl must be positive, got {args.target_kl}")
-    for name in ("ent_coef", "max_grad_norm", "checkpoint_every", "eval_every"):
-        if getattr(args, name) < 0:
-            fail(f"--{name.replace('_', '-')} must not be negative, got {getattr(args, name)}")
 
 
 # Copied from common.distributed.check_resume
@@ -909,7 +832,167 @@ def check_resume(args: Args, ckpt: dict) -> None:
              f"give a larger --total-timesteps to train longer")
 
 
-def checkpoint_state(args: Args, agent: nn.Module, optimizers: dict[str, optim.Optimizer], global_step: int,
+def level(args: Args) -> str:
+    """The level's gym-super-mario-bros id, which names the run folder: SuperMarioBros-1-1-v0."""
+    return args.env_id.replace("-v0", f"-{args.world}-{args.stage}-v0")
+
+
+# Copied from common.runs.run_folder with args.env_id->level(args)
+def run_folder(args: Args) -> str:
+    """runs/<env-id>__<exp-name>__<seed>__<unix time>/ for a new run; a resumed run keeps writing into its own
+    folder, and TensorBoard continues its curves."""
+    if args.resume:
+        return os.path.dirname(os.path.abspath(args.resume))
+    return os.path.join("runs", f"{level(args)}__{args.exp_name}__{args.seed}__{int(time.time())}")
+
+
+# Copied from common.distributed.seed_everything
+def seed_everything(args: Args, rank: int, device: torch.device) -> None:
+    """Seed Python, NumPy and torch with seed + rank: the same seed gives the same run on the CPU, and each rank
+    samples and explores with its own seed. Deterministic algorithms if asked, cuDNN's too on a GPU."""
+    random.seed(args.seed + rank)
+    np.random.seed(args.seed + rank)
+    torch.manual_seed(args.seed + rank)
+    torch.use_deterministic_algorithms(args.torch_deterministic)
+    # ...but without also filling every fresh tensor with NaN first (a debugging aid that comes with it: it
+    # takes time and does not change the results).
+    torch.utils.deterministic.fill_uninitialized_memory = False
+    if device.type == "cuda":
+        set_cudnn_flags(args)
+
+
+class Optimizers(dict):
+    """The two networks' optimizers by name ("pi", "vf"), saved and restored together as one torch optimizer is:
+    state_dict() holds each one's state under its name."""
+
+    def state_dict(self) -> dict:
+        return {name: optimizer.state_dict() for name, optimizer in self.items()}
+
+    def load_state_dict(self, state: dict) -> None:
+        for name, optimizer in self.items():
+            optimizer.load_state_dict(state[name])
+
+
+# Copied from common.distributed.restore_run with optimizer->optimizers, optim.Optimizer->Optimizers
+def restore_run(args: Args, ckpt: Optional[dict], agent: nn.Module, optimizers: Optimizers,
+                device: torch.device, rank: int) -> tuple[int, int, dict]:
+    """(global_step, first update, annealing schedule) of a new run; resuming, the checkpoint's, with the weights,
+    Adam's state and this rank's random generators restored from it. Under torchrun every rank then starts from
+    rank 0's weights."""
+    global_step, start_iteration = 0, 1
+    schedule = {"start": 1.0, "from_iteration": 1, "num_iterations": args.num_iterations}
+    if ckpt is not None:
+        restore_agent(agent, ckpt, args.resume)
+        optimizers.load_state_dict(ckpt["optimizers"])
+        global_step, start_iteration = ckpt["global_step"], ckpt["iteration"] + 1
+        schedule = resumed_schedule(ckpt["schedule"], ckpt["iteration"], args.num_iterations)
+        restore_rng(ckpt["rng"][rank], device)  # this rank's own generators (check_resume: same ranks)
+    if args.world_size > 1:  # (each rank drew its own weights at construction)
+        for tensor in agent.state_dict().values():
+            dist.broadcast(tensor, src=0)
+    return global_step, start_iteration, schedule
+
+
+# Copied from common.runs.RunLog
+class RunLog:
+    """What a run reports: scalars to TensorBoard in the run folder, the progress bar with the mean return of the
+    last 20 episodes, and the steps per second. The folder is made here, once the env and the checkpoint have been
+    accepted, so that a refused run leaves nothing behind. Under torchrun only rank 0 writes."""
+
+    def __init__(self, args: Args, run_dir: str, device: torch.device, global_step: int, rank: int = 0):
+        self.writer = None
+        if rank == 0:
+            os.makedirs(run_dir, exist_ok=True)
+            self.writer = SummaryWriter(run_dir)
+            self.writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(
+                f"|{k}|{v}|" for k, v in dataclasses.asdict(args).items()))
+            print(f"run folder {run_dir}, training on {device} (curves: tensorboard --logdir {os.path.dirname(run_dir)})")
+        self.recent_returns = collections.deque(maxlen=20)
+        self.progress = tqdm.tqdm(total=args.total_timesteps, initial=global_step, unit="step", dynamic_ncols=True,
+                                  disable=rank != 0)
+        self.start_time, self.start_step = time.time(), global_step
+
+    def scalar(self, tag: str, value: float, step: int) -> None:
+        if self.writer is not None:
+            self.writer.add_scalar(tag, value, step)
+
+    def episode(self, episodic_return: float, length: int, step: int) -> None:
+        self.recent_returns.append(episodic_return)
+        self.scalar("charts/episodic_return", episodic_return, step)
+        self.scalar("charts/episodic_length", length, step)
+
+    def update(self, global_step: int, steps: int, scalars: dict) -> None:
+        """After an update: its scalars, the steps per second, and the progress bar moved on by `steps`."""
+        sps = int((global_step - self.start_step) / (time.time() - self.start_time))
+        for tag, value in {**scalars, "charts/SPS": sps}.items():
+            self.scalar(tag, value, global_step)
+        self.progress.update(steps)
+        if self.recent_returns:
+            self.progress.set_postfix_str(
+                f"return(last {len(self.recent_returns)}) {np.mean(self.recent_returns):.1f}, SPS {sps}")
+
+    def close(self) -> None:
+        self.progress.close()
+        if self.writer is not None:
+            self.writer.close()
+
+
+# Copied from common.runs.explained_variance
+def explained_variance(returns: np.ndarray, values: np.ndarray) -> float:
+    """How much of the value targets' variance V explains: 1 is a perfect critic, 0 no better than a constant."""
+    var_returns = np.var(returns)
+    return 1 - np.var(returns - values) / var_returns if var_returns > 0 else float("nan")
+
+
+# Copied from common.distributed.Stopper
+class Stopper:
+    """Ctrl-C: stop at the next rollout step or minibatch and save the last complete update (`snapshot`, taken
+    after every update), rather than finish the update first as the MLP scripts do. torchrun forwards Ctrl-C to
+    its workers and kills them 30 s later (its default), sooner than a CNN update can end on a CPU. The ranks
+    meet in collective calls, so they must stop at the same step: they agree on it through an all-reduce."""
+
+    def __init__(self, args: Args, rank: int, device: torch.device):
+        self.args, self.rank, self.device = args, rank, device
+        self.requested, self.stopped, self.snapshot = False, False, None
+        signal.signal(signal.SIGINT, self.request)
+
+    def request(self, signum, frame):
+        self.requested = True
+        if "RANK" not in os.environ:  # (torchrun sends Ctrl-C again on its way out: its SIGKILL is the hard stop)
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C quits at once
+        if self.rank == 0:
+            tqdm.tqdm.write("Ctrl-C: stopping at the next step and saving the last complete update "
+                            "(press again to quit without saving)")
+
+    def check(self) -> bool:
+        """Whether to stop now: a Ctrl-C reached this rank, or any other (all ranks call this at the same step)."""
+        stop = self.requested
+        if self.args.world_size > 1:
+            stop = all_ranks_mean(torch.tensor(float(stop), device=self.device), self.args).item() > 0
+        self.stopped = self.stopped or stop
+        return self.stopped
+
+
+# Copied from common.distributed.end_of_run
+def end_of_run(log: RunLog, envs, checkpoint_path: str, stopper: Stopper) -> None:
+    """A run stopped by Ctrl-C saves the last complete update (rank 0 writes the snapshot every rank took part
+    in). Close the log and the envs, leave the process group; rank 0 says where the checkpoint is and how to
+    watch it; a run stopped by Ctrl-C exits 130, the convention."""
+    if stopper.stopped and stopper.rank == 0:
+        save_checkpoint(checkpoint_path, stopper.snapshot)
+    log.close()
+    envs.close()
+    if stopper.args.world_size > 1:
+        dist.destroy_process_group()
+    if stopper.rank == 0:
+        print(f"checkpoint: {checkpoint_path} (step {stopper.snapshot['global_step']})")
+        print(f"watch it: python {SCRIPT} --play {checkpoint_path} --capture-video")
+    if stopper.stopped:
+        raise SystemExit(130)
+
+
+# Copied from common.distributed.checkpoint_state with optimizer->optimizers, optim.Optimizer->Optimizers
+def checkpoint_state(args: Args, agent: nn.Module, optimizers: Optimizers, global_step: int,
                      iteration: int, schedule: dict) -> dict:
     """What a checkpoint holds, copied: it can be kept while training goes on (Stopper keeps the last complete
     update's). Every rank calls it: the random generators of all ranks are gathered (rng[r] is rank r's), so a
@@ -922,7 +1005,7 @@ def checkpoint_state(args: Args, agent: nn.Module, optimizers: dict[str, optim.O
         "script": SCRIPT,
         "args": dataclasses.asdict(args),
         "agent": copy.deepcopy(agent.state_dict()),
-        "optimizers": {name: copy.deepcopy(optimizer.state_dict()) for name, optimizer in optimizers.items()},
+        "optimizers": copy.deepcopy(optimizers.state_dict()),
         "global_step": global_step,
         "iteration": iteration,
         "schedule": dict(schedule),
@@ -1049,6 +1132,23 @@ def evaluate(args: Args, agent: Agent, episodes: int, video_folder: Optional[str
     return returns, lengths, x_positions, flags
 
 
+def evaluate_and_log(args: Args, agent: Agent, log: RunLog, run_dir: str, global_step: int, stopper: Stopper) -> None:
+    """Play --eval-episodes episodes (recorded under videos/eval-<step>/ with --capture-video), log their mean
+    return, length and x position and how often Mario reached the flag, and say it above the progress bar. A
+    Ctrl-C gives the episodes up, and nothing is logged."""
+    video_folder = os.path.join(run_dir, "videos", f"eval-{global_step}") if args.capture_video else None
+    eval_returns, eval_lengths, eval_x, eval_flags = evaluate(args, agent, args.eval_episodes, video_folder,
+                                                              should_stop=lambda: stopper.requested)
+    if not stopper.requested:
+        log.scalar("eval/mean_return", np.mean(eval_returns), global_step)
+        log.scalar("eval/mean_length", np.mean(eval_lengths), global_step)
+        log.scalar("eval/mean_x_pos", np.mean(eval_x), global_step)
+        log.scalar("eval/flag_rate", np.mean(eval_flags), global_step)
+        tqdm.tqdm.write(f"step {global_step}: over {args.eval_episodes} episodes mean return "
+                        f"{np.mean(eval_returns):.1f}, mean x position {np.mean(eval_x):.0f}, "
+                        f"flag reached in {sum(eval_flags)}")
+
+
 def play(args: Args, ckpt: dict) -> None:
     # A folder of its own for each --play, so that no earlier video is overwritten.
     video_folder = os.path.join(os.path.dirname(os.path.abspath(args.play)), "videos", f"play-{int(time.time())}")
@@ -1082,43 +1182,6 @@ def all_ranks_mean(value: torch.Tensor, args: Args) -> torch.Tensor:
         dist.all_reduce(value)
         value /= args.world_size
     return value
-
-
-# Copied from common.distributed.Silent
-class Silent:
-    """Stands in for the SummaryWriter on ranks other than 0: only rank 0 logs."""
-
-    def __getattr__(self, name):
-        return lambda *args, **kwargs: None
-
-
-# Copied from common.distributed.Stopper
-class Stopper:
-    """Ctrl-C: stop at the next rollout step or minibatch and save the last complete update (`snapshot`, taken
-    after every update), rather than finish the update first as the MLP scripts do. torchrun forwards Ctrl-C to
-    its workers and kills them 30 s later (its default), sooner than a CNN update can end on a CPU. The ranks
-    meet in collective calls, so they must stop at the same step: they agree on it through an all-reduce."""
-
-    def __init__(self, args: Args, rank: int, device: torch.device):
-        self.args, self.rank, self.device = args, rank, device
-        self.requested, self.stopped, self.snapshot = False, False, None
-        signal.signal(signal.SIGINT, self.request)
-
-    def request(self, signum, frame):
-        self.requested = True
-        if "RANK" not in os.environ:  # (torchrun sends Ctrl-C again on its way out: its SIGKILL is the hard stop)
-            signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C quits at once
-        if self.rank == 0:
-            tqdm.tqdm.write("Ctrl-C: stopping at the next step and saving the last complete update "
-                            "(press again to quit without saving)")
-
-    def check(self) -> bool:
-        """Whether to stop now: a Ctrl-C reached this rank, or any other (all ranks call this at the same step)."""
-        stop = self.requested
-        if self.args.world_size > 1:
-            stop = all_ranks_mean(torch.tensor(float(stop), device=self.device), self.args).item() > 0
-        self.stopped = self.stopped or stop
-        return self.stopped
 
 
 # Copied from common.precision.use_bf16

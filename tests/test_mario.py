@@ -486,7 +486,8 @@ def test_bad_checkpoints(capsys, monkeypatch, tmp_path):
     args = ppo.Args()
     agent = ppo.Agent(ppo.make_env(args), args.hidden_size)
     real = tmp_path / "real.pt"
-    optimizers = {"pi": torch.optim.Adam(agent.actor_parameters()), "vf": torch.optim.Adam(agent.critic_parameters())}
+    optimizers = ppo.Optimizers(pi=torch.optim.Adam(agent.actor_parameters()),
+                                vf=torch.optim.Adam(agent.critic_parameters()))
     ppo.save_checkpoint(str(real), ppo.checkpoint_state(args, agent, optimizers, 0, 0, SCHEDULE))
     expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(real), "--env-id", "SuperMarioBrosLostLevels-v0"],
                        "holds a policy for SuperMarioBros-v0, not for --env-id SuperMarioBrosLostLevels-v0")
