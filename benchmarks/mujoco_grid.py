@@ -96,7 +96,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--bin-steps", type=int, default=25_000, help="width of a learning-curve point, env steps")
     parser.add_argument("--runs-dir", type=Path, default=REPO_ROOT, help="where runs/ (the run folders) goes")
     parser.add_argument("--results-dir", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "mujoco")
-    parser.add_argument("--report-only", action="store_true", help="run nothing: tables and figure from the CSVs")
+    parser.add_argument("--report-only", action="store_true",
+                        help="run nothing: add the finished runs under --runs-dir to the CSVs, then the tables and figure")
     parser.add_argument("--dry-run", action="store_true", help="print the runs' commands and state, run nothing")
     args = parser.parse_args(argv)
     if args.jobs < 1 or args.total_timesteps < 2048 or args.random_episodes < 1 or args.bin_steps < 1:
@@ -376,7 +377,11 @@ def plot(args: argparse.Namespace) -> Path | None:
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(tasks):]:
         ax.axis("off")
-    handles, labels = axes.flat[0].get_legend_handles_labels()
+    legend = {}  # every setting drawn on any panel, once
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            legend.setdefault(label, handle)
+    handles, labels = list(legend.values()), list(legend)
     (list(axes.flat)[len(tasks)] if len(tasks) % columns else axes.flat[0]).legend(handles, labels, loc="center")
     figure.suptitle(f"ppo_pendulum_continuous.py on MuJoCo: mean return per {args.bin_steps // 1000}k steps, "
                     "mean over seeds and min-max band")
@@ -396,7 +401,7 @@ def main(argv=None) -> int:
     if not args.report_only:
         random_baselines(args)
         run_grid(args, cells)
-        collect(args, cells)
+    collect(args, cells)  # finished runs that runs.csv lacks, wherever they came from; none: nothing changes
     text = report(args)
     (args.results_dir / "table1.md").parent.mkdir(parents=True, exist_ok=True)
     (args.results_dir / "table1.md").write_text(text + "\n")
