@@ -22,7 +22,7 @@ of openai/baselines and CleanRL, which the paper's Table 3 does not list), and s
 critic with a state-independent log-std, as in the paper.
 
 The grid can be stopped (Ctrl-C: every run saves its checkpoint) and started again: a run whose checkpoint
-holds all its updates is done and skipped, one with a partial checkpoint is resumed (`--resume`), and one
+holds all its updates, or whose results runs.csv already holds, is done and skipped, one with a partial checkpoint is resumed (`--resume`), and one
 without a checkpoint starts afresh. --jobs runs run at once, each on one thread (two on two cores: the grid
 measures returns, not time).
 
@@ -174,8 +174,11 @@ def run_state(args: argparse.Namespace, task: str, setting: str, seed: int) -> t
 def run_grid(args: argparse.Namespace, cells: list[tuple[str, str, int]]) -> None:
     """Run the cells that are not done, --jobs at a time; Ctrl-C lets every running run save, then stops."""
     queue = []
+    recorded = {(r["task"], r["setting"], int(r["seed"])) for r in read_csv(args.results_dir / "runs.csv")}
     for task, setting, seed in cells:
         state, folder = run_state(args, task, setting, seed)
+        if state == "new" and (task, setting, seed) in recorded:
+            state = "done"  # its run folder is gone (a fresh checkout), its results are in runs.csv
         cmd = command(args, task, setting, seed)
         if state == "partial":
             cmd = [sys.executable, str(SCRIPT), "--resume", str(folder / "checkpoint.pt"),
@@ -408,7 +411,8 @@ def main(argv=None) -> int:
     figure = plot(args)
     print(text)
     print(f"written: {args.results_dir / 'table1.md'}" + (f", {figure}" if figure else ""))
-    missing = [cell for cell in cells if run_state(args, *cell)[0] != "done"] if not args.report_only else []
+    recorded = {(r["task"], r["setting"], int(r["seed"])) for r in read_csv(args.results_dir / "runs.csv")}
+    missing = [cell for cell in cells if cell not in recorded] if not args.report_only else []
     if missing:
         print(f"{len(missing)} runs not finished: rerun the same command to continue them")
     return 0

@@ -96,6 +96,12 @@ def test_grid_runs_skips_resumes_and_reports(tmp_path, capsys):
     assert out.count("partial") == 2 and out.count("--resume") == 2
     assert mujoco_grid.main([*grid, "--total-timesteps", "4096"]) == 0
     assert sorted(run_dirs(tmp_path)) == folders  # no new run folder: the same runs went on
+    # On a fresh checkout the run folders are gone, but runs.csv holds the results: nothing is run again.
+    (tmp_path / "runs").rename(tmp_path / "runs-elsewhere")
+    capsys.readouterr()
+    mujoco_grid.main([*grid, "--total-timesteps", "2048", "--dry-run"])
+    assert capsys.readouterr().out.count("done ") == 2
+    (tmp_path / "runs-elsewhere").rename(tmp_path / "runs")
     for folder in folders:
         ckpt = torch.load(folder / "checkpoint.pt", weights_only=True)
         assert ckpt["global_step"] == 4096 and ckpt["args"]["objective"] in ("clip", "none")
