@@ -379,7 +379,9 @@ class RewardScaler(nn.Module):
             self.returns = self.returns * (1.0 - dones[t])  # an episode ended: the next one starts from R = 0
         self.return_rms.update(torch.as_tensor(returns))
 
-    def scale(self, rewards: np.ndarray, clip: float) -> np.ndarray:
+    def scale(self, rewards: np.ndarray, dones: np.ndarray, clip: float) -> np.ndarray:
+        """A rollout's returns join the statistics (update), then its rewards are divided by the std, clipped."""
+        self.update(rewards, dones)
         std = math.sqrt(self.return_rms.var.item() + 1e-8)
         return np.clip(rewards / std, -clip, clip).astype(np.float32)
 
@@ -583,9 +585,8 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         global_step += args.batch_size
 
         # --- Reward scaling: the rollout's returns join the statistics, then its rewards are scaled ----------
-        if args.norm_reward:
-            reward_scaler.update(rollout.rewards, rollout.dones)
-        rewards = reward_scaler.scale(rollout.rewards, args.norm_clip) if args.norm_reward else rollout.rewards
+        rewards = (reward_scaler.scale(rollout.rewards, rollout.dones, args.norm_clip) if args.norm_reward
+                   else rollout.rewards)
 
         # --- Advantages: computed once per rollout, from the value function that collected it -------------
         advantages = compute_gae(rewards, rollout.values, rollout.dones, rollout.final_values, last_value,

@@ -32,9 +32,10 @@ Outputs, under --results-dir (default benchmarks/results/mujoco/):
 - runs.csv: one row per finished run: its final score (mean return of its last 100 training episodes), its
   episodes, steps, wall seconds; curves.csv: its learning curve, the mean return of the episodes that ended in
   each --bin-steps window;
-- table1.md: Table 1 (our normalized score beside the paper's) and the per-task final returns beside
-  CleanRL's published ppo_continuous_action figures (v4 tasks, 1M steps); figure3.png: one panel per task,
-  one line per setting, the mean over seeds and the min-max band.
+- table1.md: Table 1, our normalized score beside the paper's (the mean over tasks of each task's mean over
+  the seeds every setting has: the paper's mean over 21 runs once every task has its 3 seeds), and the
+  per-task final returns beside CleanRL's published ppo_continuous_action figures (v4 tasks, 1M steps);
+  figure3.png: one panel per task, one line per setting, the mean over seeds and the min-max band.
 The normalization needs every setting's runs on a task: "best" is the best setting among those run here,
 so with fewer settings than the paper's 11 the scores are not on the paper's exact scale (Table 1 says so).
 """
@@ -285,22 +286,31 @@ def collect(args: argparse.Namespace, cells: list[tuple[str, str, int]]) -> None
 # ---------------------------------------------------------------------------------------------------------
 # Report: Table 1, the per-task returns, Figure 3
 # ---------------------------------------------------------------------------------------------------------
-def normalized_scores(rows: list[dict], random: dict[str, float]) -> dict[str, list[float]]:
+def normalized_scores(rows: list[dict], random: dict[str, float]) -> dict[str, dict[str, list[float]]]:
     """The paper's score: per task, a run's final return mapped so that the random policy is 0 and the best
-    setting (the highest mean over seeds, among the settings in `rows`) is 1; by setting, one score per run.
-    Only tasks where every setting has a run count, so that each setting is averaged over the same tasks."""
+    setting (the highest mean over seeds, among the settings in `rows`) is 1; by setting, then task, one score
+    per run. Only the seeds that every setting has on a task count (no seed: the task is left out), so that
+    the settings are compared on the same tasks and seeds."""
     settings = sorted({r["setting"] for r in rows})
-    by_cell: dict[tuple[str, str], list[float]] = {}
-    for r in rows:
-        by_cell.setdefault((r["task"], r["setting"]), []).append(float(r["final_return"]))
-    tasks = sorted({t for t, _ in by_cell if all((t, s) in by_cell for s in settings) and t in random})
-    scores: dict[str, list[float]] = {s: [] for s in settings}
-    for task in tasks:
-        best = max(statistics.fmean(by_cell[task, s]) for s in settings)
+    returns = {(r["task"], r["setting"], int(r["seed"])): float(r["final_return"]) for r in rows}
+    scores: dict[str, dict[str, list[float]]] = {s: {} for s in settings}
+    for task in sorted({r["task"] for r in rows} & random.keys()):
+        seeds = sorted(set.intersection(*({seed for t, s, seed in returns if t == task and s == setting}
+                                          for setting in settings)))
+        if not seeds:
+            continue
+        best = max(statistics.fmean(returns[task, s, seed] for seed in seeds) for s in settings)
         span = best - random[task]
         for s in settings:
-            scores[s].extend((value - random[task]) / span for value in by_cell[task, s])
+            scores[s][task] = [(returns[task, s, seed] - random[task]) / span for seed in seeds]
     return scores
+
+
+def table1_score(by_task: dict[str, list[float]]) -> float:
+    """A setting's Table 1 score: the mean over tasks of its mean over seeds. With the same number of seeds on
+    every task (the paper's 3), that is the mean over all its runs, as the paper averages; while seeds are
+    still being added, it keeps a task with more seeds from counting more."""
+    return statistics.fmean(statistics.fmean(values) for values in by_task.values())
 
 
 def mean_std(values: list[float], spec: str) -> str:
@@ -317,14 +327,17 @@ def report(args: argparse.Namespace) -> str:
         return "no finished runs yet"
     settings = [s for s in SETTINGS if any(r["setting"] == s for r in rows)]
     scores = normalized_scores(rows, random)
-    tasks_scored = sorted({r["task"] for r in rows if all(
-        any(q["task"] == r["task"] and q["setting"] == s for q in rows) for s in settings)})
-    lines = [f"Table 1: average normalized score over {len(tasks_scored)} tasks x seeds (random policy 0, the best "
-             f"of the {len(settings)} settings run here 1 on each task; the paper's best is of 11 settings)", "",
+    scored = scores[settings[0]]
+    seeds = sorted({len(values) for values in scored.values()}) or [0]
+    per_task = f"{seeds[0]} seed{'s' * (seeds[0] > 1)}" if len(seeds) == 1 else f"{seeds[0]} to {seeds[-1]} seeds"
+    lines = [f"Table 1: average normalized score over {len(scored)} tasks, {per_task} per task (the seeds every "
+             f"setting has; the mean over a task's seeds, then over tasks; random policy 0, the best of the "
+             f"{len(settings)} settings run here 1 on each task; the paper's best is of 11 settings)", "",
              "| setting | runs | our score | paper's score |", "|---|---|---|---|"]
-    for s in sorted(settings, key=lambda s: -statistics.fmean(scores[s]) if scores[s] else 0):
-        ours = f"{statistics.fmean(scores[s]):.2f}" if scores[s] else "-"
-        lines.append(f"| {SETTINGS[s][2]} | {len(scores[s])} | {ours} | {SETTINGS[s][1]:.2f} |")
+    for s in sorted(settings, key=lambda s: -table1_score(scores[s]) if scores[s] else 0):
+        runs = sum(len(values) for values in scores[s].values())
+        ours = f"{table1_score(scores[s]):.2f}" if scores[s] else "-"
+        lines.append(f"| {SETTINGS[s][2]} | {runs} | {ours} | {SETTINGS[s][1]:.2f} |")
     lines += ["", f"Final return (mean of the last {FINAL_EPISODES} training episodes), mean +/- std "
               "over seeds; CleanRL: ppo_continuous_action.py, v4 tasks, 1M steps, as published", "",
               "| task | random policy | " + " | ".join(SETTINGS[s][2] for s in settings) + " | CleanRL (v4) |",

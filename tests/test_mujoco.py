@@ -54,17 +54,22 @@ def test_mujoco_float64_observations_train_and_play(tmp_path):
 
 
 def test_normalized_score_by_hand():
-    """Per task: random 0, the best setting's mean over seeds 1; averaged over every run of a setting."""
-    rows = [{"task": "A", "setting": "clip0.2", "final_return": 110}, {"task": "A", "setting": "clip0.2",
-                                                                        "final_return": 90},
-            {"task": "A", "setting": "none", "final_return": 55},
-            {"task": "B", "setting": "clip0.2", "final_return": -20}, {"task": "B", "setting": "none",
-                                                                        "final_return": -10},
-            {"task": "C", "setting": "clip0.2", "final_return": 5}]  # C lacks "none": not scored
+    """Per task: random 0, the best setting's mean over seeds 1, on the seeds every setting has; a setting's
+    Table 1 score is the mean over tasks of its mean over seeds."""
+    def run(task, setting, seed, final_return):
+        return {"task": task, "setting": setting, "seed": str(seed), "final_return": str(final_return)}
+
+    rows = [run("A", "clip0.2", 1, 110), run("A", "clip0.2", 2, 90), run("A", "none", 1, 55), run("A", "none", 2, 10),
+            run("A", "clip0.2", 3, 1000),  # seed 3 of A has no "none" run yet: not scored
+            run("B", "clip0.2", 1, -20), run("B", "none", 1, -10),
+            run("C", "clip0.2", 1, 5)]  # C lacks "none": not scored
     scores = mujoco_grid.normalized_scores(rows, {"A": 10.0, "B": -50.0, "C": 0.0})
-    # A: best = mean(110, 90) = 100, span 90; B: best = -10 (none), span 40
-    assert scores["clip0.2"] == pytest.approx([100 / 90, 80 / 90, 30 / 40])
-    assert scores["none"] == pytest.approx([45 / 90, 1.0])
+    # A, seeds 1 and 2: best = clip's mean(110, 90) = 100, span 90; B, seed 1: best = -10 (none), span 40
+    assert scores["clip0.2"] == {"A": pytest.approx([100 / 90, 80 / 90]), "B": pytest.approx([30 / 40])}
+    assert scores["none"] == {"A": pytest.approx([45 / 90, 0.0]), "B": pytest.approx([1.0])}
+    # Each task counts once, whatever its number of seeds: (mean(100/90, 80/90) + 30/40) / 2, not the mean of 3 runs.
+    assert mujoco_grid.table1_score(scores["clip0.2"]) == pytest.approx((1.0 + 0.75) / 2)
+    assert mujoco_grid.table1_score(scores["none"]) == pytest.approx((0.25 + 1.0) / 2)
 
 
 def read(path: Path) -> list[dict]:

@@ -235,13 +235,12 @@ def test_reward_scaler_matches_gymnasium_normalize_reward_within_an_episode():
     reference.reset()
     scaled_by_gymnasium = [reference.step(np.zeros(1))[1] for _ in range(len(rewards))]
     scaler = ppo.RewardScaler(num_envs=1, gamma=0.9)
-    scaler.update(rewards, np.zeros_like(rewards))
+    scaled = scaler.scale(rewards, np.zeros_like(rewards), clip=10.0)[:, 0]  # updates the statistics, then scales
     assert scaler.return_rms.mean.item() == pytest.approx(float(reference.return_rms.mean), rel=1e-6)
     assert scaler.return_rms.var.item() == pytest.approx(float(reference.return_rms.var), rel=1e-6)
     # The scaled rewards differ in when the statistics are read: gymnasium scales each reward by the std
     # known at its step, we scale the whole rollout by the std after it (one divisor for every step of an
     # update). They agree on the last step, where both have seen the same returns.
-    scaled = scaler.scale(rewards, clip=10.0)[:, 0]
     assert scaled[-1] == pytest.approx(float(scaled_by_gymnasium[-1]), rel=1e-5)
     assert scaled[0] != pytest.approx(float(scaled_by_gymnasium[0]), rel=1e-2)
 
@@ -250,16 +249,17 @@ def test_reward_scaler_restarts_the_return_at_every_episode_end():
     scaler = ppo.RewardScaler(num_envs=2, gamma=0.5)
     rewards = np.array([[1.0, 2.0], [1.0, 2.0], [1.0, 2.0]])
     dones = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 0.0]])  # env 0's episode ends at t = 1 (terminated or truncated)
-    scaler.update(rewards, dones)
+    scaled = scaler.scale(rewards, dones, clip=1.5)
     # R_t = 0.5 R_{t-1} + r_t, restarting after an end: env 0: 1, 1.5, then 1 (a new episode); env 1: 2, 3, 3.5.
     # (gymnasium's NormalizeReward instead multiplies by (1 - terminated) at the terminal step itself, and
     # never restarts at a truncation: its R runs on across Pendulum's time-limited episodes.)
     returns = np.array([1.0, 2.0, 1.5, 3.0, 1.0, 3.5])
     assert scaler.return_rms.mean.item() == pytest.approx(returns.mean() * 6 / (6 + 1e-4))
     np.testing.assert_allclose(scaler.returns, [1.0, 3.5])
-    # Scaled by the std of the returns, never shifted by their mean; clipped to +-clip.
+    # Scaled by the std of the returns after this rollout, never shifted by their mean; clipped to +-clip.
     std = math.sqrt(scaler.return_rms.var.item() + 1e-8)
-    np.testing.assert_allclose(scaler.scale(np.array([[1.0, -100.0]]), clip=10.0), [[1.0 / std, -10.0]], rtol=1e-6)
+    assert 1.0 / std < 1.5 < 2.0 / std
+    np.testing.assert_allclose(scaled, [[1.0 / std, 1.5]] * 3, rtol=1e-6)
 
 
 class ActionEchoEnv(gym.Env):
