@@ -111,3 +111,12 @@ def test_grid_runs_skips_resumes_and_reports(tmp_path, capsys):
         ckpt = torch.load(folder / "checkpoint.pt", weights_only=True)
         assert ckpt["global_step"] == 4096 and ckpt["args"]["objective"] in ("clip", "none")
         assert [step for step, _ in scalars(folder)["losses/kl"]] == [2048, 4096]
+
+
+def test_the_record_shows_the_committed_results():
+    """benchmarks/README.md shows Table 1 and the returns as the committed runs.csv gives them today: the report
+    regenerated from the committed CSVs is in the record, word for word, and in table1.md."""
+    args = mujoco_grid.parse_args([])
+    text = mujoco_grid.report(args)
+    assert (ROOT / "benchmarks" / "results" / "mujoco" / "table1.md").read_text() == text + "\n"
+    assert text in (ROOT / "benchmarks" / "README.md").read_text()
