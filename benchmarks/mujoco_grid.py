@@ -30,8 +30,9 @@ Outputs, under --results-dir (default benchmarks/results/mujoco/):
 - random.csv: each task's random-policy return (uniform random actions, --random-episodes episodes), the 0
   of the normalized score, measured here;
 - runs.csv: one row per finished run: its final score (mean return of its last 100 training episodes), its
-  episodes, steps, wall seconds; curves.csv: its learning curve, the mean return of the episodes that ended in
-  each --bin-steps window;
+  episodes, steps, wall seconds, and how far its updates moved the policy (mean_kl, final_entropy: see
+  policy_moves; a third table in table1.md); curves.csv: its learning curve, the mean return of the
+  episodes that ended in each --bin-steps window;
 - table1.md: Table 1, our normalized score beside the paper's (the mean over tasks of each task's mean over
   the seeds every setting has: the paper's mean over 21 runs once every task has its 3 seeds), and the
   per-task final returns beside CleanRL's published ppo_continuous_action figures (v4 tasks, 1M steps);
@@ -81,7 +82,8 @@ SETTINGS = {
 CLEANRL = {"HalfCheetah": (1442.64, 46.03), "Hopper": (2382.86, 271.74), "Walker2d": (2287.95, 571.78),
            "InvertedPendulum": (963.09, 22.20)}
 FINAL_EPISODES = 100  # the paper's score of a run: the mean return of its last 100 episodes
-RUNS_FIELDS = ["task", "setting", "seed", "final_return", "episodes", "steps", "wall_seconds", "run_dir"]
+RUNS_FIELDS = ["task", "setting", "seed", "final_return", "episodes", "steps", "wall_seconds", "run_dir",
+               "mean_kl", "final_entropy"]
 CURVE_FIELDS = ["task", "setting", "seed", "step", "mean_return"]
 
 
@@ -239,8 +241,18 @@ def write_csv(path: Path, fields: list[str], rows: list[dict]) -> None:
     os.replace(tmp, path)
 
 
+def policy_moves(scalars: dict) -> dict:
+    """How far the run's updates moved the policy: mean_kl, the mean over updates of the exact KL[pi_old || pi]
+    after each (losses/kl); final_entropy, the policy's entropy (losses/entropy: with a state-independent
+    log-std, the same in every state) averaged over the last quarter of the updates."""
+    kl, entropy = ([event.value for event in scalars[tag]] for tag in ("losses/kl", "losses/entropy"))
+    return {"mean_kl": round(statistics.fmean(kl), 5),
+            "final_entropy": round(statistics.fmean(entropy[-max(1, len(entropy) // 4):]), 3)}
+
+
 def summarize_run(run_dir: Path, bin_steps: int) -> tuple[dict, list[dict]]:
-    """A finished run's row (final score and counts) and its learning curve (mean return per bin of steps)."""
+    """A finished run's row (final score, counts, policy_moves) and its learning curve (mean return per bin of
+    steps)."""
     scalars, first_time = read_scalars(run_dir)
     episodes = scalars.get("charts/episodic_return", [])
     if not episodes:
@@ -253,6 +265,7 @@ def summarize_run(run_dir: Path, bin_steps: int) -> tuple[dict, list[dict]]:
         # first to last event: a resumed run's pause counts too (rare: the grid resumes only stopped runs)
         "wall_seconds": round(max(event.wall_time for event in last_events) - first_time, 1),
         "run_dir": os.path.relpath(run_dir, REPO_ROOT),
+        **policy_moves(scalars),
     }
     bins: dict[int, list[float]] = {}
     for event in episodes:
@@ -262,25 +275,32 @@ def summarize_run(run_dir: Path, bin_steps: int) -> tuple[dict, list[dict]]:
 
 
 def collect(args: argparse.Namespace, cells: list[tuple[str, str, int]]) -> None:
-    """Add every finished run of `cells` that runs.csv lacks to runs.csv and curves.csv."""
+    """Add every finished run of `cells` that runs.csv lacks to runs.csv and curves.csv; fill in the columns a
+    row lacks (written before they existed) from its run folder, where that is here."""
     runs_path, curves_path = args.results_dir / "runs.csv", args.results_dir / "curves.csv"
     rows, curves = read_csv(runs_path), read_csv(curves_path)
-    have = {(r["task"], r["setting"], int(r["seed"])) for r in rows}
-    added = 0
+    have = {(r["task"], r["setting"], int(r["seed"])): r for r in rows}
+    added = filled = 0
     for task, setting, seed in cells:
         state, folder = run_state(args, task, setting, seed)
-        if state != "done" or (task, setting, seed) in have:
+        if state != "done":
+            continue
+        if (task, setting, seed) in have:
+            row = have[task, setting, seed]
+            if any(not row.get(field) for field in RUNS_FIELDS):
+                row.update(policy_moves(read_scalars(folder)[0]))
+                filled += 1
             continue
         row, curve = summarize_run(folder, args.bin_steps)
         key = {"task": task, "setting": setting, "seed": seed}
         rows.append({**key, **row})
         curves.extend({**key, **point} for point in curve)
         added += 1
-    if added:
+    if added or filled:
         order = lambda r: (r["task"], r["setting"], int(r["seed"]))  # noqa: E731
         write_csv(runs_path, RUNS_FIELDS, sorted(rows, key=order))
         write_csv(curves_path, CURVE_FIELDS, sorted(curves, key=lambda r: (*order(r), int(r["step"]))))
-        print(f"added {added} finished runs to {runs_path}")
+        print(f"added {added} finished runs to {runs_path}" + (f", filled in {filled}" if filled else ""))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -351,6 +371,18 @@ def report(args: argparse.Namespace) -> str:
         cleanrl = f"{CLEANRL[name][0]:.1f} +/- {CLEANRL[name][1]:.1f}" if name in CLEANRL else "-"
         rand = f"{random[task]:.1f}" if task in random else "-"
         lines.append(f"| {task} | {rand} | " + " | ".join(cells) + f" | {cleanrl} |")
+    moved = [r for r in rows if r.get("mean_kl")]
+    if moved:
+        lines += ["", "How far the updates moved the policy: the mean over updates of the exact KL[pi_old || pi] after "
+                  "each, then the policy's entropy over the last quarter of the updates; means over seeds", "",
+                  "| task | " + " | ".join(SETTINGS[s][2] for s in settings) + " |", "|---" * (len(settings) + 1) + "|"]
+        for task in sorted({r["task"] for r in moved}):
+            cells = []
+            for s in settings:
+                runs = [r for r in moved if r["task"] == task and r["setting"] == s]
+                cells.append(f"{statistics.fmean(float(r['mean_kl']) for r in runs):.4f} / "
+                             f"{statistics.fmean(float(r['final_entropy']) for r in runs):.2f}" if runs else "-")
+            lines.append(f"| {task} | " + " | ".join(cells) + " |")
     walls = [float(r["wall_seconds"]) for r in rows]
     lines += ["", f"{len(rows)} runs, wall time per run {min(walls) / 60:.1f} to {max(walls) / 60:.1f} min "
               f"(mean {statistics.fmean(walls) / 60:.1f}), {args.jobs} at a time on this machine"]

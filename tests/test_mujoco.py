@@ -6,6 +6,7 @@ import csv
 import re
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -72,6 +73,16 @@ def test_normalized_score_by_hand():
     assert mujoco_grid.table1_score(scores["none"]) == pytest.approx((0.25 + 1.0) / 2)
 
 
+def test_policy_moves_by_hand():
+    """mean_kl: the mean over all updates; final_entropy: the mean over the last quarter of them."""
+    def events(values):
+        return [SimpleNamespace(step=2048 * (i + 1), value=v) for i, v in enumerate(values)]
+
+    scalars = {"losses/kl": events([0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08]),
+               "losses/entropy": events([4.0, 3.0, 2.0, 1.0, 0.5, 0.0, -1.0, -2.0])}
+    assert mujoco_grid.policy_moves(scalars) == {"mean_kl": 0.045, "final_entropy": -1.5}
+
+
 def read(path: Path) -> list[dict]:
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
@@ -91,6 +102,21 @@ def test_grid_runs_skips_resumes_and_reports(tmp_path, capsys):
     assert (tmp_path / "results" / "figure3.png").stat().st_size > 10_000
     folders = sorted(run_dirs(tmp_path))
     assert len(folders) == 2
+    # How far each run's updates moved the policy, from its own log: the mean exact KL, the late entropy.
+    moved = {}
+    for row in runs:  # one update each: its KL and its entropy
+        (folder,) = [f for f in folders if f"table1-{row['setting']}__" in f.name]
+        (kl,), (entropy,) = ([value for _, value in scalars(folder)[tag]] for tag in ("losses/kl", "losses/entropy"))
+        assert float(row["mean_kl"]) == pytest.approx(kl, abs=1e-5) and kl > 0
+        assert float(row["final_entropy"]) == pytest.approx(entropy, abs=1e-3)
+        moved[row["setting"]] = f"{kl:.4f} / {entropy:.2f}"
+    assert f"| InvertedPendulum-v5 | {moved['none']} | {moved['clip0.2']} |" in table
+    # A row written before these columns existed gets them from its run folder, where that is here.
+    written = read(tmp_path / "results" / "runs.csv")
+    mujoco_grid.write_csv(tmp_path / "results" / "runs.csv", mujoco_grid.RUNS_FIELDS,
+                          [{**row, "mean_kl": "", "final_entropy": ""} for row in written])
+    assert mujoco_grid.main([*grid, "--total-timesteps", "2048", "--report-only"]) == 0
+    assert read(tmp_path / "results" / "runs.csv") == written
     capsys.readouterr()
 
     # Done runs are skipped; with a longer budget both become partial and are resumed in their own folders.
