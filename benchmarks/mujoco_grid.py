@@ -11,6 +11,7 @@ This grid does the same with our script on Gymnasium's v5 tasks (the paper ran v
     python benchmarks/mujoco_grid.py --seeds 1                          # one seed per cell first
     python benchmarks/mujoco_grid.py --settings clip0.1 clip0.3 fixed1  # more of Table 1's rows
     python benchmarks/mujoco_grid.py --report-only                      # the tables and figure, from the CSVs
+    python benchmarks/mujoco_grid.py --report-only --seeds 1            # ... of seed 1 only (--tasks, --settings too)
 
 Each run is `python ppo_pendulum_continuous.py --env-id <task> --seed <seed> --exp-name table1-<setting>`
 with the flags of COMMON_FLAGS and of its setting (print them with --dry-run). COMMON_FLAGS are the paper's
@@ -250,6 +251,15 @@ def policy_moves(scalars: dict) -> dict:
             "final_entropy": round(statistics.fmean(entropy[-max(1, len(entropy) // 4):]), 3)}
 
 
+def training_seconds(scalars: dict, first_time: float) -> float:
+    """The run's wall time: from its first event to its first update, then the gaps between its updates (one
+    charts/SPS each), where a gap over 10 times the median one, a stop before a resume, counts as the median."""
+    updates = sorted(event.wall_time for event in scalars["charts/SPS"])
+    gaps = [b - a for a, b in zip(updates, updates[1:])]
+    typical = statistics.median(gaps) if gaps else 0.0
+    return updates[0] - first_time + sum(gap if gap <= 10 * typical else typical for gap in gaps)
+
+
 def summarize_run(run_dir: Path, bin_steps: int) -> tuple[dict, list[dict]]:
     """A finished run's row (final score, counts, policy_moves) and its learning curve (mean return per bin of
     steps)."""
@@ -262,8 +272,7 @@ def summarize_run(run_dir: Path, bin_steps: int) -> tuple[dict, list[dict]]:
         "final_return": statistics.fmean(event.value for event in episodes[-FINAL_EPISODES:]),
         "episodes": len(episodes),
         "steps": max(event.step for event in last_events),
-        # first to last event: a resumed run's pause counts too (rare: the grid resumes only stopped runs)
-        "wall_seconds": round(max(event.wall_time for event in last_events) - first_time, 1),
+        "wall_seconds": round(training_seconds(scalars, first_time), 1),
         "run_dir": os.path.relpath(run_dir, REPO_ROOT),
         **policy_moves(scalars),
     }
@@ -288,7 +297,7 @@ def collect(args: argparse.Namespace, cells: list[tuple[str, str, int]]) -> None
         if (task, setting, seed) in have:
             row = have[task, setting, seed]
             if any(not row.get(field) for field in RUNS_FIELDS):
-                row.update(policy_moves(read_scalars(folder)[0]))
+                row.update({k: v for k, v in summarize_run(folder, args.bin_steps)[0].items() if not row.get(k)})
                 filled += 1
             continue
         row, curve = summarize_run(folder, args.bin_steps)
@@ -341,7 +350,7 @@ def mean_std(values: list[float], spec: str) -> str:
 
 def report(args: argparse.Namespace) -> str:
     rows = [r for r in read_csv(args.results_dir / "runs.csv") if r["setting"] in args.settings
-            and r["task"] in args.tasks]
+            and r["task"] in args.tasks and int(r["seed"]) in args.seeds]
     random = {r["task"]: float(r["mean_return"]) for r in read_csv(args.results_dir / "random.csv")}
     if not rows:
         return "no finished runs yet"
@@ -397,7 +406,7 @@ def plot(args: argparse.Namespace) -> Path | None:
     import matplotlib.pyplot as plt
 
     points = [p for p in read_csv(args.results_dir / "curves.csv") if p["setting"] in args.settings
-              and p["task"] in args.tasks]
+              and p["task"] in args.tasks and int(p["seed"]) in args.seeds]
     if not points:
         return None
     tasks = sorted({p["task"] for p in points})

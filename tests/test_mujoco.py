@@ -83,6 +83,30 @@ def test_policy_moves_by_hand():
     assert mujoco_grid.policy_moves(scalars) == {"mean_kl": 0.045, "final_entropy": -1.5}
 
 
+def test_the_report_shows_the_seeds_asked_for(tmp_path):
+    """--seeds selects the runs the report scores (as --tasks and --settings do): seed 2 of "none" is left out."""
+    fields = mujoco_grid.RUNS_FIELDS
+    rows = [dict.fromkeys(fields, "1") | {"task": "Hopper-v5", "setting": s, "seed": seed, "final_return": r}
+            for s, seed, r in [("clip0.2", 1, 116.7), ("none", 1, 66.7), ("clip0.2", 2, 116.7), ("none", 2, 266.7)]]
+    mujoco_grid.write_csv(tmp_path / "runs.csv", fields, rows)
+    mujoco_grid.write_csv(tmp_path / "random.csv", ["task", "mean_return"],
+                          [{"task": "Hopper-v5", "mean_return": 16.7}])
+    report = lambda *flags: mujoco_grid.report(mujoco_grid.parse_args(  # noqa: E731
+        ["--results-dir", str(tmp_path), "--settings", "clip0.2", "none", *flags]))
+    seed_1 = report("--seeds", "1")  # clip the best (100 above random), none 50/100
+    assert "| Clipping, epsilon = 0.2 | 1 | 1.00 |" in seed_1 and "| No clipping or penalty | 1 | 0.50 |" in seed_1
+    # Both seeds: the best is none's mean, 166.7 (150 above random): clip 100/150, none (50 + 250) / 2 / 150.
+    assert "| Clipping, epsilon = 0.2 | 2 | 0.67 |" in report() and "| No clipping or penalty | 2 | 1.00 |" in report()
+
+
+def test_training_seconds_leaves_out_a_stop_before_a_resume():
+    """From the first event to the first update, then the gaps between updates; a gap over 10x the median
+    (the run was stopped, then resumed) counts as the median."""
+    updates = [SimpleNamespace(wall_time=t) for t in (105.0, 115.0, 126.0, 135.0, 3135.0, 1145.0 + 2000)]
+    # first update at 105 (5 s after the first event at 100); gaps 10, 11, 9, 3000 (the stop: counted as 10), 10
+    assert mujoco_grid.training_seconds({"charts/SPS": updates}, 100.0) == pytest.approx(5 + 10 + 11 + 9 + 10 + 10)
+
+
 def read(path: Path) -> list[dict]:
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
@@ -111,10 +135,10 @@ def test_grid_runs_skips_resumes_and_reports(tmp_path, capsys):
         assert float(row["final_entropy"]) == pytest.approx(entropy, abs=1e-3)
         moved[row["setting"]] = f"{kl:.4f} / {entropy:.2f}"
     assert f"| InvertedPendulum-v5 | {moved['none']} | {moved['clip0.2']} |" in table
-    # A row written before these columns existed gets them from its run folder, where that is here.
+    # A row lacking a column (written before it existed) gets it from its run folder, where that is here.
     written = read(tmp_path / "results" / "runs.csv")
     mujoco_grid.write_csv(tmp_path / "results" / "runs.csv", mujoco_grid.RUNS_FIELDS,
-                          [{**row, "mean_kl": "", "final_entropy": ""} for row in written])
+                          [{**row, "mean_kl": "", "final_entropy": "", "wall_seconds": ""} for row in written])
     assert mujoco_grid.main([*grid, "--total-timesteps", "2048", "--report-only"]) == 0
     assert read(tmp_path / "results" / "runs.csv") == written
     capsys.readouterr()
