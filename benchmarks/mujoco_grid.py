@@ -23,9 +23,9 @@ of openai/baselines and CleanRL, which the paper's Table 3 does not list), and s
 critic with a state-independent log-std, as in the paper.
 
 The grid can be stopped (Ctrl-C: every run saves its checkpoint) and started again: a run whose checkpoint
-holds all its updates, or whose results runs.csv already holds, is done and skipped, one with a partial checkpoint is resumed (`--resume`), and one
-without a checkpoint starts afresh. --jobs runs run at once, each on one thread (two on two cores: the grid
-measures returns, not time).
+holds all its updates, or whose results runs.csv already holds, is done and skipped, one with a partial
+checkpoint is resumed (`--resume`), and one without a checkpoint starts afresh. --jobs runs run at once,
+each on one thread (two on two cores: the grid measures returns, not time).
 
 Outputs, under --results-dir (default benchmarks/results/mujoco/):
 - random.csv: each task's random-policy return (uniform random actions, --random-episodes episodes), the 0
@@ -178,7 +178,7 @@ def run_state(args: argparse.Namespace, task: str, setting: str, seed: int) -> t
 def run_grid(args: argparse.Namespace, cells: list[tuple[str, str, int]]) -> None:
     """Run the cells that are not done, --jobs at a time; Ctrl-C lets every running run save, then stops."""
     queue = []
-    recorded = {(r["task"], r["setting"], int(r["seed"])) for r in read_csv(args.results_dir / "runs.csv")}
+    recorded = recorded_runs(args)
     for task, setting, seed in cells:
         state, folder = run_state(args, task, setting, seed)
         if state == "new" and (task, setting, seed) in recorded:
@@ -230,6 +230,11 @@ def read_csv(path: Path) -> list[dict]:
         return []
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
+
+
+def recorded_runs(args: argparse.Namespace) -> dict[tuple[str, str, int], dict]:
+    """runs.csv's rows by cell (task, setting, seed)."""
+    return {(r["task"], r["setting"], int(r["seed"])): r for r in read_csv(args.results_dir / "runs.csv")}
 
 
 def write_csv(path: Path, fields: list[str], rows: list[dict]) -> None:
@@ -287,18 +292,19 @@ def collect(args: argparse.Namespace, cells: list[tuple[str, str, int]]) -> None
     """Add every finished run of `cells` that runs.csv lacks to runs.csv and curves.csv; fill in the columns a
     row lacks (written before they existed) from its run folder, where that is here."""
     runs_path, curves_path = args.results_dir / "runs.csv", args.results_dir / "curves.csv"
-    rows, curves = read_csv(runs_path), read_csv(curves_path)
-    have = {(r["task"], r["setting"], int(r["seed"])): r for r in rows}
+    have = recorded_runs(args)
+    rows, curves = list(have.values()), read_csv(curves_path)
     added = filled = 0
     for task, setting, seed in cells:
+        row = have.get((task, setting, seed))
+        if row and all(row.get(field) for field in RUNS_FIELDS):
+            continue  # recorded in full: its checkpoint need not be read
         state, folder = run_state(args, task, setting, seed)
         if state != "done":
             continue
-        if (task, setting, seed) in have:
-            row = have[task, setting, seed]
-            if any(not row.get(field) for field in RUNS_FIELDS):
-                row.update({k: v for k, v in summarize_run(folder, args.bin_steps)[0].items() if not row.get(k)})
-                filled += 1
+        if row:
+            row.update({k: v for k, v in summarize_run(folder, args.bin_steps)[0].items() if not row.get(k)})
+            filled += 1
             continue
         row, curve = summarize_run(folder, args.bin_steps)
         key = {"task": task, "setting": setting, "seed": seed}
@@ -465,7 +471,7 @@ def main(argv=None) -> int:
     figure = plot(args)
     print(text)
     print(f"written: {args.results_dir / 'table1.md'}" + (f", {figure}" if figure else ""))
-    recorded = {(r["task"], r["setting"], int(r["seed"])) for r in read_csv(args.results_dir / "runs.csv")}
+    recorded = recorded_runs(args)
     missing = [cell for cell in cells if cell not in recorded] if not args.report_only else []
     if missing:
         print(f"{len(missing)} runs not finished: rerun the same command to continue them")
