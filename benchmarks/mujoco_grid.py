@@ -22,10 +22,11 @@ advantage normalization, the annealed learning rate and global grad-norm clippin
 of openai/baselines and CleanRL, which the paper's Table 3 does not list), and separate 64-64 tanh actor and
 critic with a state-independent log-std, as in the paper.
 
-The grid can be stopped (Ctrl-C: every run saves its checkpoint) and started again: a run whose checkpoint
-holds all its updates, or whose results runs.csv already holds, is done and skipped, one with a partial
-checkpoint is resumed (`--resume`), and one without a checkpoint starts afresh. --jobs runs run at once,
-each on one thread (two on two cores: the grid measures returns, not time).
+The grid can be stopped (Ctrl-C, or `kill -INT` on the grid when it runs in the background with `nohup ... &`:
+every run saves its checkpoint) and started again: a run whose checkpoint holds all its updates, or whose results
+runs.csv already holds, is done and skipped, one with a partial checkpoint is resumed (`--resume`), and one without
+a checkpoint starts afresh. --jobs runs run at once, each on one thread (two on two cores: the grid measures
+returns, not time).
 
 Outputs, under --results-dir (default benchmarks/results/mujoco/):
 - random.csv: each task's random-policy return (uniform random actions, --random-episodes episodes), the 0
@@ -196,6 +197,10 @@ def run_grid(args: argparse.Namespace, cells: list[tuple[str, str, int]]) -> Non
     logs = args.runs_dir / "runs" / "table1-logs"
     logs.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, OMP_NUM_THREADS="1")  # one thread per run: --jobs runs share the cores
+    # A grid started in the background (`nohup ... &`) inherits SIGINT ignored, and so would its runs: then
+    # `kill -INT` stopped nothing. Python's own Ctrl-C handler, set here, makes it a KeyboardInterrupt, and the
+    # runs start with SIGINT at its default (exec resets a caught signal), so theirs saves their checkpoints.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     running: list[tuple[tuple, subprocess.Popen, float]] = []
     print(f"{len(queue)} runs to go, {args.jobs} at a time (logs: {logs})")
     try:

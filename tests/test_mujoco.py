@@ -1,10 +1,15 @@
 """The paper's MuJoCo comparison (Table 1): the continuous script on MuJoCo's float64 observations, the
 unconstrained objective (--objective none), and benchmarks/mujoco_grid.py (its normalized score by hand, and a
-tiny grid run end to end: skip what is done, resume what is not, write the tables and the figure)."""
+tiny grid run end to end: skip what is done, resume what is not, write the tables and the figure; a grid run
+in the background stopped with kill -INT)."""
 
 import csv
+import os
 import re
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -170,3 +175,29 @@ def test_the_record_shows_the_committed_results():
     text = mujoco_grid.report(args)
     assert (ROOT / "benchmarks" / "results" / "mujoco" / "table1.md").read_text() == text + "\n"
     assert text in (ROOT / "benchmarks" / "README.md").read_text()
+
+
+def test_a_grid_started_in_the_background_stops_on_kill_int_and_its_runs_save(tmp_path):
+    """`nohup python benchmarks/mujoco_grid.py ... &` starts the grid with SIGINT ignored (a shell does that to a
+    background job), as its runs would be. `kill -INT` on the grid alone must still stop it the way Ctrl-C does:
+    the running run saves a checkpoint mid-way, and the grid exits 130."""
+    grid = subprocess.Popen(
+        [sys.executable, str(ROOT / "benchmarks" / "mujoco_grid.py"), "--tasks", "InvertedPendulum-v5", "--settings",
+         "clip0.2", "--seeds", "1", "--jobs", "1", "--random-episodes", "2", "--total-timesteps", "400000",
+         "--runs-dir", str(tmp_path), "--results-dir", str(tmp_path / "results")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        log, deadline = tmp_path / "runs" / "table1-logs" / "InvertedPendulum-v5-clip0.2-1.log", time.time() + 120
+        while time.time() < deadline and not (log.is_file() and "SPS" in log.read_text(errors="replace")):
+            time.sleep(0.5)  # until the run has finished an update (its Ctrl-C handler is set)
+        grid.send_signal(signal.SIGINT)
+        out, _ = grid.communicate(timeout=90)
+    finally:  # (a grid that ignored the signal is still running, and so is its run: both go)
+        if grid.poll() is None:
+            os.killpg(grid.pid, signal.SIGKILL)
+            grid.communicate()
+    assert grid.returncode == 130, out
+    assert "Ctrl-C: waiting for the running runs to save their checkpoints" in out
+    (folder,) = run_dirs(tmp_path)
+    assert 0 < torch.load(folder / "checkpoint.pt", weights_only=True)["global_step"] < 400_000
