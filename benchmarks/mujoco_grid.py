@@ -36,8 +36,9 @@ Outputs, under --results-dir (default benchmarks/results/mujoco/):
   policy_moves; a third table in table1.md); curves.csv: its learning curve, the mean return of the
   episodes that ended in each --bin-steps window;
 - table1.md: Table 1, our normalized score beside the paper's (the mean over tasks of each task's mean over
-  the seeds every setting has: the paper's mean over 21 runs once every task has its 3 seeds), and the
-  per-task final returns beside CleanRL's published ppo_continuous_action figures (v4 tasks, 1M steps);
+  the seeds every setting has: the paper's mean over 21 runs once every task has its 3 seeds) and the same
+  score of each seed alone (how far one seed moves it), the per-task final returns beside CleanRL's
+  published ppo_continuous_action figures (v4 tasks, 1M steps), and how far the updates moved the policy;
   figure3.png: one panel per task, one line per setting, the mean over seeds and the min-max band.
 The normalization needs every setting's runs on a task: "best" is the best setting among those run here,
 so with fewer settings than the paper's 11 the scores are not on the paper's exact scale (Table 1 says so).
@@ -326,14 +327,14 @@ def collect(args: argparse.Namespace, cells: list[tuple[str, str, int]]) -> None
 # ---------------------------------------------------------------------------------------------------------
 # Report: Table 1, the per-task returns, Figure 3
 # ---------------------------------------------------------------------------------------------------------
-def normalized_scores(rows: list[dict], random: dict[str, float]) -> dict[str, dict[str, list[float]]]:
+def scores_by_seed(rows: list[dict], random: dict[str, float]) -> dict[str, dict[str, dict[int, float]]]:
     """The paper's score: per task, a run's final return mapped so that the random policy is 0 and the best
-    setting (the highest mean over seeds, among the settings in `rows`) is 1; by setting, then task, one score
-    per run. Only the seeds that every setting has on a task count (no seed: the task is left out), so that
-    the settings are compared on the same tasks and seeds."""
+    setting (the highest mean over seeds, among the settings in `rows`) is 1; by setting, then task, then seed,
+    one score per run. Only the seeds that every setting has on a task count (no seed: the task is left out),
+    so that the settings are compared on the same tasks and seeds."""
     settings = sorted({r["setting"] for r in rows})
     returns = {(r["task"], r["setting"], int(r["seed"])): float(r["final_return"]) for r in rows}
-    scores: dict[str, dict[str, list[float]]] = {s: {} for s in settings}
+    scores: dict[str, dict[str, dict[int, float]]] = {s: {} for s in settings}
     for task in sorted({r["task"] for r in rows} & random.keys()):
         seeds = sorted(set.intersection(*({seed for t, s, seed in returns if t == task and s == setting}
                                           for setting in settings)))
@@ -342,8 +343,22 @@ def normalized_scores(rows: list[dict], random: dict[str, float]) -> dict[str, d
         best = max(statistics.fmean(returns[task, s, seed] for seed in seeds) for s in settings)
         span = best - random[task]
         for s in settings:
-            scores[s][task] = [(returns[task, s, seed] - random[task]) / span for seed in seeds]
+            scores[s][task] = {seed: (returns[task, s, seed] - random[task]) / span for seed in seeds}
     return scores
+
+
+def normalized_scores(rows: list[dict], random: dict[str, float]) -> dict[str, dict[str, list[float]]]:
+    """scores_by_seed without the seed numbers: by setting, then task, the scores of its runs in seed order."""
+    return {s: {task: list(by_seed.values()) for task, by_seed in by_task.items()}
+            for s, by_task in scores_by_seed(rows, random).items()}
+
+
+def seed_scores(by_task: dict[str, dict[int, float]]) -> dict[int, float]:
+    """A setting's Table 1 score seed by seed: for each seed that every scored task has, the mean over tasks
+    of that seed's score. The anchors stay those of all the seeds (scores_by_seed), so with the same seeds on
+    every task the mean of these is table1_score: they show how much of a gap one seed can open or close."""
+    common = sorted(set.intersection(*(set(by_seed) for by_seed in by_task.values()))) if by_task else []
+    return {seed: statistics.fmean(by_seed[seed] for by_seed in by_task.values()) for seed in common}
 
 
 def table1_score(by_task: dict[str, list[float]]) -> float:
@@ -366,18 +381,23 @@ def report(args: argparse.Namespace) -> str:
     if not rows:
         return "no finished runs yet"
     settings = [s for s in SETTINGS if any(r["setting"] == s for r in rows)]
+    with_seeds = scores_by_seed(rows, random)
     scores = normalized_scores(rows, random)
     scored = scores[settings[0]]
     seeds = sorted({len(values) for values in scored.values()}) or [0]
     per_task = f"{seeds[0]} seed{'s' * (seeds[0] > 1)}" if len(seeds) == 1 else f"{seeds[0]} to {seeds[-1]} seeds"
     lines = [f"Table 1: average normalized score over {len(scored)} tasks, {per_task} per task (the seeds every "
              f"setting has; the mean over a task's seeds, then over tasks; random policy 0, the best of the "
-             f"{len(settings)} settings run here 1 on each task; the paper's best is of 11 settings)", "",
-             "| setting | runs | our score | paper's score |", "|---|---|---|---|"]
+             f"{len(settings)} settings run here 1 on each task; the paper's best is of 11 settings). By seed: "
+             f"the score of each seed alone, on the same anchors (the seeds every task has)", "",
+             # every setting has the same seeds on a task (scores_by_seed), so the same seeds in seed_scores
+             f"| setting | runs | our score | by seed ({' / '.join(map(str, seed_scores(with_seeds[settings[0]])))})"
+             " | paper's score |", "|---|---|---|---|---|"]
     for s in sorted(settings, key=lambda s: -table1_score(scores[s]) if scores[s] else 0):
         runs = sum(len(values) for values in scores[s].values())
         ours = f"{table1_score(scores[s]):.2f}" if scores[s] else "-"
-        lines.append(f"| {SETTINGS[s][2]} | {runs} | {ours} | {SETTINGS[s][1]:.2f} |")
+        seeds = " / ".join(f"{score:.2f}" for score in seed_scores(with_seeds[s]).values()) or "-"
+        lines.append(f"| {SETTINGS[s][2]} | {runs} | {ours} | {seeds} | {SETTINGS[s][1]:.2f} |")
     lines += ["", f"Final return (mean of the last {FINAL_EPISODES} training episodes), mean +/- std "
               "over seeds; CleanRL: ppo_continuous_action.py, v4 tasks, 1M steps, as published", "",
               "| task | random policy | " + " | ".join(SETTINGS[s][2] for s in settings) + " | CleanRL (v4) |",

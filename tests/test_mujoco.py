@@ -76,6 +76,16 @@ def test_normalized_score_by_hand():
     # Each task counts once, whatever its number of seeds: (mean(100/90, 80/90) + 30/40) / 2, not the mean of 3 runs.
     assert mujoco_grid.table1_score(scores["clip0.2"]) == pytest.approx((1.0 + 0.75) / 2)
     assert mujoco_grid.table1_score(scores["none"]) == pytest.approx((0.25 + 1.0) / 2)
+    # Seed by seed, on the same anchors: only seed 1 is on every scored task (B has no seed 2).
+    with_seeds = mujoco_grid.scores_by_seed(rows, {"A": 10.0, "B": -50.0, "C": 0.0})
+    assert with_seeds["clip0.2"] == {"A": {1: pytest.approx(100 / 90), 2: pytest.approx(80 / 90)},
+                                     "B": {1: pytest.approx(30 / 40)}}
+    assert mujoco_grid.seed_scores(with_seeds["clip0.2"]) == {1: pytest.approx((100 / 90 + 30 / 40) / 2)}
+    assert mujoco_grid.seed_scores(with_seeds["none"]) == {1: pytest.approx((45 / 90 + 1.0) / 2)}
+    # With the same seeds on every task, the seeds' scores average to the Table 1 score.
+    only_a = mujoco_grid.scores_by_seed(rows[:4], {"A": 10.0})
+    assert mujoco_grid.seed_scores(only_a["none"]) == {1: pytest.approx(0.5), 2: pytest.approx(0.0)}
+    assert mujoco_grid.table1_score(mujoco_grid.normalized_scores(rows[:4], {"A": 10.0})["none"]) == pytest.approx(0.25)
 
 
 def test_policy_moves_by_hand():
@@ -102,6 +112,9 @@ def test_the_report_shows_the_seeds_asked_for(tmp_path):
     assert "| Clipping, epsilon = 0.2 | 1 | 1.00 |" in seed_1 and "| No clipping or penalty | 1 | 0.50 |" in seed_1
     # Both seeds: the best is none's mean, 166.7 (150 above random): clip 100/150, none (50 + 250) / 2 / 150.
     assert "| Clipping, epsilon = 0.2 | 2 | 0.67 |" in report() and "| No clipping or penalty | 2 | 1.00 |" in report()
+    # ... and seed by seed on those anchors: none 50/150 in seed 1, 250/150 in seed 2; clip 100/150 in both.
+    assert "| by seed (1 / 2) |" in report() and "| 0.33 / 1.67 |" in report() and "| 0.67 / 0.67 |" in report()
+    assert "| by seed (1) |" in seed_1 and "| No clipping or penalty | 1 | 0.50 | 0.50 | -0.39 |" in seed_1
 
 
 def test_training_seconds_leaves_out_a_stop_before_a_resume():
