@@ -1,0 +1,59 @@
+"""The learning checks: each MLP lesson reaches its issue's target, for one fixed seed, from its command line.
+
+    python -m pytest benchmarks/test_learning.py          # all three (about 10 minutes on 2 cores)
+    python -m pytest benchmarks/test_learning.py -k cartpole
+
+They live here, not in tests/, because they train for minutes: the guide keeps longer learning checks out of
+the CI suite (`python -m pytest` collects tests/ only, pytest.ini's testpaths). They check the targets; the
+figures over several seeds are benchmark.py's (benchmarks/README.md). The suite still pins the numbers a run
+produces (tests/fingerprint.py), so a change to what a script computes fails CI even where these are not run.
+"""
+
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from conftest import run_dirs, run_script, scalars  # noqa: E402  (tests/conftest.py: the suite's own helpers)
+
+
+def rolling(values: list[float], window: int = 20) -> list[float]:
+    return [float(np.mean(values[i - window:i])) for i in range(window, len(values) + 1)]
+
+
+def test_learns_cartpole_within_100k_steps(tmp_path):
+    """CartPole-v1: a rolling mean of 20 training episodes >= 475 within 100k env steps."""
+    result = run_script("ppo_cartpole.py", "--seed", "1", "--total-timesteps", "100000", cwd=tmp_path, timeout=900)
+    assert result.returncode == 0, result.stderr
+    (run_dir,) = run_dirs(tmp_path)
+    returns = [value for _, value in scalars(run_dir)["charts/episodic_return"]]
+    assert max(rolling(returns)) >= 475, f"best rolling-20 mean {max(rolling(returns)):.1f}"
+
+
+def test_learns_pendulum_within_300k_steps(tmp_path):
+    """Pendulum-v1, the defaults (300k steps, the clipped objective): the last 20 training episodes and the
+    greedy evaluation after the last update (20 episodes) both average -200 or better."""
+    result = run_script("ppo_pendulum_continuous.py", "--seed", "1", cwd=tmp_path, timeout=900)
+    assert result.returncode == 0, result.stderr
+    (run_dir,) = run_dirs(tmp_path)
+    logged = scalars(run_dir)
+    returns = [value for _, value in logged["charts/episodic_return"]]
+    assert np.mean(returns[-20:]) >= -200, f"mean of the last 20 training episodes {np.mean(returns[-20:]):.1f}"
+    final_eval = logged["eval/mean_return"][-1][1]
+    assert final_eval >= -200, f"greedy policy's mean return {final_eval:.1f}"
+
+
+def test_lunarlander_greedy_policy_scores_250_after_1m_steps(tmp_path):
+    """LunarLander-v3, the defaults (1M steps): the final checkpoint, played greedily for 100 fresh episodes
+    (`--play`), averages 250 or more."""
+    result = run_script("ppo_lunarlander_vec.py", "--seed", "1", cwd=tmp_path, timeout=1800)
+    assert result.returncode == 0, result.stderr
+    (run_dir,) = run_dirs(tmp_path)
+    result = run_script("ppo_lunarlander_vec.py", "--play", str(run_dir / "checkpoint.pt"), "--episodes", "100",
+                        cwd=tmp_path, timeout=900)
+    assert result.returncode == 0, result.stderr
+    match = re.search(r"mean return over 100 episodes: (-?[\d.]+)", result.stdout)
+    assert match, result.stdout
+    assert float(match.group(1)) >= 250, result.stdout
