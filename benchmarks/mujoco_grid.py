@@ -386,18 +386,19 @@ def report(args: argparse.Namespace) -> str:
     scored = scores[settings[0]]
     seeds = sorted({len(values) for values in scored.values()}) or [0]
     per_task = f"{seeds[0]} seed{'s' * (seeds[0] > 1)}" if len(seeds) == 1 else f"{seeds[0]} to {seeds[-1]} seeds"
+    # every setting has the same seeds on a task (scores_by_seed), so the same seeds in seed_scores
+    common = list(seed_scores(with_seeds[settings[0]]))
+    seed_list = f" ({' / '.join(map(str, common))})" if common else ""
     lines = [f"Table 1: average normalized score over {len(scored)} tasks, {per_task} per task (the seeds every "
              f"setting has; the mean over a task's seeds, then over tasks; random policy 0, the best of the "
              f"{len(settings)} settings run here 1 on each task; the paper's best is of 11 settings). By seed: "
              f"the score of each seed alone, on the same anchors (the seeds every task has)", "",
-             # every setting has the same seeds on a task (scores_by_seed), so the same seeds in seed_scores
-             f"| setting | runs | our score | by seed ({' / '.join(map(str, seed_scores(with_seeds[settings[0]])))})"
-             " | paper's score |", "|---|---|---|---|---|"]
+             f"| setting | runs | our score | by seed{seed_list} | paper's score |", "|---|---|---|---|---|"]
     for s in sorted(settings, key=lambda s: -table1_score(scores[s]) if scores[s] else 0):
         runs = sum(len(values) for values in scores[s].values())
         ours = f"{table1_score(scores[s]):.2f}" if scores[s] else "-"
-        seeds = " / ".join(f"{score:.2f}" for score in seed_scores(with_seeds[s]).values()) or "-"
-        lines.append(f"| {SETTINGS[s][2]} | {runs} | {ours} | {seeds} | {SETTINGS[s][1]:.2f} |")
+        by_seed = " / ".join(f"{score:.2f}" for score in seed_scores(with_seeds[s]).values()) or "-"
+        lines.append(f"| {SETTINGS[s][2]} | {runs} | {ours} | {by_seed} | {SETTINGS[s][1]:.2f} |")
     lines += ["", f"Final return (mean of the last {FINAL_EPISODES} training episodes), mean +/- std "
               "over seeds; CleanRL: ppo_continuous_action.py, v4 tasks, 1M steps, as published", "",
               "| task | random policy | " + " | ".join(SETTINGS[s][2] for s in settings) + " | CleanRL (v4) |",
