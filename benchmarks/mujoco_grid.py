@@ -347,10 +347,14 @@ def scores_by_seed(rows: list[dict], random: dict[str, float]) -> dict[str, dict
     return scores
 
 
+def without_seeds(with_seeds: dict[str, dict[str, dict[int, float]]]) -> dict[str, dict[str, list[float]]]:
+    """scores_by_seed's scores without the seed numbers: by setting, then task, its runs' scores in seed order."""
+    return {s: {task: list(by_seed.values()) for task, by_seed in by_task.items()} for s, by_task in with_seeds.items()}
+
+
 def normalized_scores(rows: list[dict], random: dict[str, float]) -> dict[str, dict[str, list[float]]]:
-    """scores_by_seed without the seed numbers: by setting, then task, the scores of its runs in seed order."""
-    return {s: {task: list(by_seed.values()) for task, by_seed in by_task.items()}
-            for s, by_task in scores_by_seed(rows, random).items()}
+    """The paper's score (scores_by_seed), by setting, then task, the scores of its runs in seed order."""
+    return without_seeds(scores_by_seed(rows, random))
 
 
 def seed_scores(by_task: dict[str, dict[int, float]]) -> dict[int, float]:
@@ -382,7 +386,7 @@ def report(args: argparse.Namespace) -> str:
         return "no finished runs yet"
     settings = [s for s in SETTINGS if any(r["setting"] == s for r in rows)]
     with_seeds = scores_by_seed(rows, random)
-    scores = normalized_scores(rows, random)
+    scores = without_seeds(with_seeds)
     scored = scores[settings[0]]
     seeds = sorted({len(values) for values in scored.values()}) or [0]
     per_task = f"{seeds[0]} seed{'s' * (seeds[0] > 1)}" if len(seeds) == 1 else f"{seeds[0]} to {seeds[-1]} seeds"
