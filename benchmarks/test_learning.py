@@ -1,12 +1,12 @@
 """The learning checks: each MLP lesson reaches its issue's target, for one fixed seed, from its command line.
 
-    python -m pytest benchmarks/test_learning.py          # all three (about 10 minutes on 2 cores)
+    python -m pytest benchmarks/test_learning.py          # all three (7 minutes on 2 cores, 2026-12-01)
     python -m pytest benchmarks/test_learning.py -k cartpole
 
 They live here, not in tests/, because they train for minutes: the guide keeps longer learning checks out of
 the CI suite (`python -m pytest` collects tests/ only, pytest.ini's testpaths). They check the targets; the
-figures over several seeds are benchmark.py's (benchmarks/README.md). The suite still pins the numbers a run
-produces (tests/fingerprint.py), so a change to what a script computes fails CI even where these are not run.
+figures over several seeds are benchmark.py's (benchmarks/README.md). The CI suite pins what tiny runs of each
+script log on stand-in envs (tests/fingerprint.py); whether the defaults still learn is checked only here.
 """
 
 import re
@@ -16,11 +16,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchmark import read_scalars, rolling_first_crossing, rolling_mean  # noqa: E402  (beside this file)
 from conftest import run_dirs, run_script, scalars  # noqa: E402  (tests/conftest.py: the suite's own helpers)
-
-
-def rolling(values: list[float], window: int = 20) -> list[float]:
-    return [float(np.mean(values[i - window:i])) for i in range(window, len(values) + 1)]
 
 
 def test_learns_cartpole_within_100k_steps(tmp_path):
@@ -28,8 +26,11 @@ def test_learns_cartpole_within_100k_steps(tmp_path):
     result = run_script("ppo_cartpole.py", "--seed", "1", "--total-timesteps", "100000", cwd=tmp_path, timeout=900)
     assert result.returncode == 0, result.stderr
     (run_dir,) = run_dirs(tmp_path)
-    returns = [value for _, value in scalars(run_dir)["charts/episodic_return"]]
-    assert max(rolling(returns)) >= 475, f"best rolling-20 mean {max(rolling(returns)):.1f}"
+    episodes = read_scalars(run_dir)[0]["charts/episodic_return"]
+    returns = [e.value for e in episodes]
+    # benchmark.py's criterion: the first episode whose last 20 (a full window) average >= 475
+    crossing = rolling_first_crossing([e.step for e in episodes], [e.wall_time for e in episodes], returns, 20, 475)
+    assert crossing is not None, f"best rolling-20 mean {max(rolling_mean(returns, 20)[19:], default=0):.1f}"
 
 
 def test_learns_pendulum_within_300k_steps(tmp_path):
