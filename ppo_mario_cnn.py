@@ -14,13 +14,15 @@ Differs from ppo_breakout_atari.py in:
     - the env: gym-super-mario-bros through nes-py's JoypadSpace (`--world`, `--stage`, `--action-type`), made
       a gymnasium env by ToGymnasium whichever API the installed release speaks; MarioReward shapes the reward;
       no no-op starts, lives, FIRE or reward clipping (copied from common/wrappers.py like the Atari stack)
-    - Agent: two CNNs ([UV]'s body, one per network as in [GX]: 4 conv layers of 32 3x3 filters, stride 2, then
-      512 units), nothing shared
+    - Agent: two CNNs, nothing shared, one per network as in [GX]: [UV]'s 4 conv layers of 32 3x3 filters,
+      stride 2, then 512 units with a ReLU after them ([GX]'s; [UV]'s have none)
     - the update: Spinning Up's scheme, two optimizers (--learning-rate, --vf-learning-rate), the policy's
       steps stopped early by the KL (logged as losses/stop_iter), then the value function's steps; no clipped
       value loss and no c1 (the critic has its own loss and optimizer), no annealed epsilon; steps are counted
       one by one (`minibatches` draws them from passes over the rollout), not in epochs
-    - hyperparameters for Mario: 8 envs x 512 steps, gamma 0.9, learning rates 1e-4, clip 0.2 ([UV]'s defaults)
+    - hyperparameters for Mario, [UV]'s (train.py): 8 envs x 512 steps, gamma 0.9, clip 0.2, learning rates 1e-4,
+      10 passes of 256-sample minibatches; but both learning rates annealed ([UV]'s is constant) and lambda
+      Breakout's 0.95 ([UV]'s tau: 1.0)
     - progress is logged as charts/x_pos and charts/flag_get; --play prints how far Mario got
 
 Deliberately left out, and the script that has each:
@@ -31,7 +33,7 @@ Deliberately left out, and the script that has each:
 Usage
     python ppo_mario_cnn.py                                   # train World 1-1 for 5M steps; CUDA if present
     python ppo_mario_cnn.py --world 1 --stage 2 --action-type right --total-timesteps 200000 --no-cuda
-    torchrun --nproc_per_node 2 ppo_mario_cnn.py              # 2 processes, each with its own 8 envs
+    torchrun --nproc_per_node 2 ppo_mario_cnn.py              # 2 processes, each with its own 8 envs (and GPU)
     torchrun --nnodes 2 --node_rank R --nproc_per_node 1 --master_addr HOST --master_port 29500 ppo_mario_cnn.py
     python ppo_mario_cnn.py --resume runs/<run>/checkpoint.pt --total-timesteps 10000000
     python ppo_mario_cnn.py --play runs/<run>/checkpoint.pt --episodes 5 --capture-video
@@ -40,22 +42,29 @@ Usage
 References
     [PPO] Schulman et al. 2017, Proximal Policy Optimization Algorithms, arXiv:1707.06347 (eqs. 7, 11, 12)
     [SU]  Achiam 2018, Spinning Up in Deep RL, PPO (https://spinningup.openai.com/en/latest/algorithms/ppo.html):
-          separate policy and value optimizers, early stopping on KL > 1.5 target_kl
+          separate policy and value optimizers, early stopping on KL > 1.5 target_kl. Its names, not all its
+          defaults (spinup/algos/pytorch/ppo/ppo.py): there 80 policy and 80 value steps on the whole rollout,
+          pi_lr 3e-4, vf_lr 1e-3, lam 0.97, and no entropy bonus, gradient clipping or annealing
     [GAE] Schulman et al. 2016, High-Dimensional Continuous Control Using GAE, arXiv:1506.02438
     [TL]  Pardo et al. 2018, Time Limits in Reinforcement Learning, arXiv:1712.00378
     [37]  Huang et al. 2022, The 37 Implementation Details of Proximal Policy Optimization (ICLR blog track)
     [UV]  uvipen/Super-mario-bros-PPO-pytorch (https://github.com/uvipen/Super-mario-bros-PPO-pytorch): the
-          reward shaping (src/env.py, CustomReward), the CNN (src/model.py) and the hyperparameters (train.py);
-          its own PPO (one shared trunk, one optimizer, no KL stop) is not the one taught here
-    [GX]  gaoxiaos/Supermariobros-PPO-pytorch (https://github.com/gaoxiaos/Supermariobros-PPO-pytorch): Spinning
-          Up's PPO, with MPI, on [UV]'s env wrappers and reward, a separate CNN for the policy and the value
+          reward shaping (src/env.py, CustomReward: its score, flag and death terms, not its -50 at a time limit
+          or its terms for levels 4-4 and 7-4), the CNN's convolutions (src/model.py) and the hyperparameters
+          (train.py); its own PPO (one shared trunk, one optimizer, no KL stop) is not the one taught here
+    [GX]  gaoxiaos/Supermariobros-PPO-pytorch at commit 4919994 (https://github.com/gaoxiaos/Supermariobros-PPO-
+          pytorch/tree/4919994f732191009bf630a0fef41cb7bf113ad8; later commits add an LSTM cell): Spinning Up's
+          PPO, with MPI, on [UV]'s env wrappers and reward, a separate CNN for the policy and the value (core.py,
+          cnn_model)
 """
 
+import ast
 import collections
 import copy
 import contextlib
 import dataclasses
 import functools
+import inspect
 import io
 import multiprocessing
 import os
@@ -84,13 +93,15 @@ with contextlib.redirect_stderr(io.StringIO()):
     from gym_super_mario_bros.actions import COMPLEX_MOVEMENT, RIGHT_ONLY, SIMPLE_MOVEMENT
     from nes_py.wrappers import JoypadSpace
 
+# A "# Copied from common.<module>.<Name>" line marks a checked copy: the original is <Name> in common/<module>.py,
+# shared word for word with the other scripts that need it; `python -m common.check_copies` fails when a copy
+# drifts from it, and `--fix` rewrites the copy.
+
 SCRIPT = os.path.basename(__file__)
-# On a GPU, torch.use_deterministic_algorithms(True) lets cuBLAS multiply matrices only with a fixed workspace,
-# and raises on the first matmul without one. cuBLAS reads this when CUDA starts, so it is set before that.
-os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 # The button combinations the agent chooses from: right (5), simple (7, adds A alone and left) or complex (12).
 ACTION_SETS = {"right": RIGHT_ONLY, "simple": SIMPLE_MOVEMENT, "complex": COMPLEX_MOVEMENT}
-GAMES = {"SuperMarioBros-v0": False, "SuperMarioBrosLostLevels-v0": True}  # env id -> the Lost Levels ROM?
+# gym-super-mario-bros' ids of the two games (each with --world and --stage) -> is it the Lost Levels?
+GAMES = {"SuperMarioBros-v0": False, "SuperMarioBros2-v0": True}
 VIDEO_STEPS = 2_700  # a recorded episode's first 3 minutes at most (2,700 agent steps at 15 fps; 500 MB of frames)
 
 
@@ -98,9 +109,11 @@ VIDEO_STEPS = 2_700  # a recorded episode's first 3 minutes at most (2,700 agent
 class Args:
     # --- environment ---
     env_id: str = "SuperMarioBros-v0"
-    """the game: SuperMarioBros-v0, or SuperMarioBrosLostLevels-v0 (its sequel); --world and --stage pick the level"""
+    """the game, by its gym-super-mario-bros id: SuperMarioBros-v0, or SuperMarioBros2-v0 (the Lost Levels, its
+    sequel); --world and --stage pick the level"""
     world: int = 1
-    """the world of the level to play (1-8; Lost Levels 1-12)"""
+    """the world of the level to play (1-8; the Lost Levels: those gym-super-mario-bros can start at, 1-4 in its
+    7.x releases)"""
     stage: int = 1
     """the stage of that world (1-4): an episode is one life on this one level, ended by death or the flag"""
     action_type: Literal["right", "simple", "complex"] = "simple"
@@ -111,39 +124,39 @@ class Args:
     num_envs: int = 8
     """N, environments per rank; each rollout holds N x T transitions"""
     vectorization_mode: Literal["sync", "async"] = "async"
-    """sync: step the N envs one after another in this process; async: one process per env, stepped in
-    parallel (pays off when an env step costs more than sending its data between processes, and there are
-    cores to run them on)"""
+    """sync: step the N envs one after another in this process; async: one process per env, stepped in parallel (pays
+    off when an env step costs more than sending its data between processes, and there are cores to run them on)"""
 
     # --- PPO hyperparameters (same order in every script) ---
     learning_rate: float = 1e-4
     """the policy's Adam step size at the start of training (Spinning Up's pi_lr)"""
     vf_learning_rate: float = 1e-4
-    """the value function's Adam step size at the start of training (Spinning Up's vf_lr)"""
+    """the value function's Adam step size at the start of training (Spinning Up's vf_lr, 1e-3 there; [UV] trains its
+    one network at 1e-4)"""
     anneal_lr: bool = True
     """anneal both learning rates linearly to 0 over the run"""
-    num_steps: int = 512
-    """T, the horizon: steps each env runs per rollout, between two updates (8 x 512 = 4096 samples, about
-    Spinning Up's 4000 steps per epoch)"""
-    gamma: float = 0.9
-    """gamma, the discount of future rewards: the agent looks about 1/(1-gamma) = 10 steps (40 frames) ahead
-    ([UV]'s 0.9; usual 0.9-0.999)"""
-    gae_lambda: float = 0.95
-    """lambda of GAE: 0 gives the one-step TD advantage (low variance, biased by V), 1 the Monte-Carlo return
-    minus V (unbiased, high variance)"""
+    num_steps: int = 512  # [UV]'s 512: 8 x 512 = 4096 samples, about Spinning Up's 4000 an epoch
+    """T, the horizon: steps each env runs per rollout, between two updates (paper: 128 to 2048)"""
+    gamma: float = 0.9  # [UV]'s 0.9: about 10 steps (40 frames) ahead
+    """gamma, the discount of future rewards: the agent looks about 1/(1-gamma) steps ahead (usual 0.9-0.999)"""
+    gae_lambda: float = 0.95  # Breakout's; [UV]'s tau is 1.0, Spinning Up's lam 0.97
+    """lambda of GAE: 0 gives the one-step TD advantage (low variance, biased by V), 1 the Monte-Carlo return minus V
+    (unbiased, high variance); usual 0.8 to 0.98"""
     minibatch_size: int = 256
     """M, samples per gradient step, drawn without replacement from the N x T rollout (reshuffled each pass)"""
     train_pi_iters: int = 160
-    """most gradient steps the policy takes per rollout (160 x 256 = 10 passes over it), fewer if the KL stops
-    it (Spinning Up's train_pi_iters)"""
+    """most gradient steps the policy takes per rollout, each on one minibatch (160 x 256 = 10 passes over it, [UV]'s 10
+    epochs), fewer if the KL stops it (Spinning Up's train_pi_iters: at most 80 steps on the whole rollout there)"""
     train_v_iters: int = 160
-    """gradient steps the value function takes per rollout, after the policy's (Spinning Up's train_v_iters)"""
+    """gradient steps the value function takes per rollout, after the policy's, each on one minibatch (Spinning Up's
+    train_v_iters: 80 steps on the whole rollout there)"""
     norm_adv: bool = True
     """normalize advantages to mean 0, std 1 in each minibatch, so the step size does not depend on reward scale"""
-    clip_coef: float = 0.2
-    """epsilon, the clip range of the probability ratio (eq. 7): how far the new policy may move"""
-    ent_coef: float = 0.01
-    """c2, weight of the entropy bonus (eq. 9): keeps pi spread out, so Mario keeps trying new moves"""
+    clip_coef: float = 0.2  # [UV]'s and Spinning Up's 0.2
+    """epsilon, the clip range of the probability ratio (eq. 7): once r_t is outside [1 - epsilon, 1 + epsilon], the
+    objective stops rewarding a further move (usual 0.1-0.3)"""
+    ent_coef: float = 0.01  # [UV]'s beta; Spinning Up has no entropy bonus
+    """c2, weight of the entropy bonus S (eq. 9): rewards keeping pi spread out, so it keeps exploring (usual 0-0.01)"""
     max_grad_norm: float = 0.5
     """clip the global norm of each network's gradient to this, so one bad minibatch cannot make a huge step"""
     target_kl: Optional[float] = 0.01
@@ -164,14 +177,16 @@ class Args:
     deterministic convolutions and cuBLAS's fixed workspace): the same seed then repeats a run on the same
     device, the CPU or a GPU; --no-torch-deterministic lets cuDNN pick its fastest algorithms"""
     cuda: bool = True
-    """run the networks on CUDA when available (--no-cuda: the CPU even where a GPU is)"""
+    """run on CUDA when a GPU is available (--no-cuda: on the CPU even where one is)"""
     precision: Literal["auto", "bf16", "fp32"] = "auto"
     """number format of the CNNs' arithmetic. bf16: their convolutions and hidden layers compute in bfloat16
     under torch.autocast (weights, output layers, losses and Adam stay float32); fp32: float32 throughout;
-    auto: bf16 where the device computes it natively (a CPU with AVX512-BF16 or AMX, a CUDA GPU of the Ampere
-    generation or later), fp32 elsewhere"""
+    auto: bf16 on a CPU with native bfloat16 arithmetic (AVX512-BF16 or AMX), where the update runs faster;
+    fp32 elsewhere, a GPU included, where bf16 was no faster and the ratio r_t no longer starts at 1
+    (benchmarks/README.md, the GPU check)"""
     capture_video: bool = False
-    """record the evaluation episodes to MP4 under the run folder's videos/eval-<step>/ (--play: videos/play-*/)"""
+    """record the evaluation episodes to MP4 under the run folder's videos/eval-<step>/ (a resumed run:
+    videos/resume-*/eval-<step>/; --play: videos/play-*/)"""
     checkpoint_every: int = 10
     """save runs/<run>/checkpoint.pt every this many updates, and always at the end (0: only at the end)"""
     resume: Optional[str] = None
@@ -179,7 +194,8 @@ class Args:
     step count and annealing. Started afresh: the episodes (an emulator's state is not saved), so a resumed run
     is not the very run that never stopped. Flags not given take the checkpoint's values; a larger
     --total-timesteps trains longer, the annealed learning rates then falling from their last values to 0 over
-    the added updates, never up. --num-envs, --num-steps and the number of torchrun ranks cannot change"""
+    the added updates, never up. --num-envs, --num-steps, both learning rates, --anneal-lr and the number of
+    torchrun ranks cannot change"""
     play: Optional[str] = None
     """do not train: play the policy saved in this checkpoint for --episodes episodes, print how far Mario got"""
     episodes: int = 10
@@ -199,8 +215,7 @@ class Args:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Environment wrappers (copied from common/wrappers.py under checked markers): the API adapter, the reward
-# shaping, and the frame pipeline the Atari lesson uses too
+# The environment
 # ---------------------------------------------------------------------------------------------------------
 
 
@@ -268,16 +283,18 @@ class ToGymnasium(gym.Env):
 
 # Copied from common.wrappers.MarioReward
 class MarioReward(gym.Wrapper):
-    """The reward shaping of uvipen/Super-mario-bros-PPO-pytorch (src/env.py, CustomReward) for Super Mario
-    Bros, on the env's own reward r (x progress, clock and death penalties): r + (score gained) / 40, then +50
-    when the episode ends with the flag reached and -50 when it ends otherwise (Mario died), all divided by 10.
-    Points (coins, enemies, blocks) pay a little, the goal pays most, and the division by 10 scales the
-    returns the value function has to fit down by as much.
+    """The terms of uvipen/Super-mario-bros-PPO-pytorch's reward shaping (src/env.py, CustomReward) that apply on
+    every level, on the env's own reward r (x progress, clock and death penalties): r + (score gained) / 40, then
+    +50 when the episode ends with the flag reached and -50 when Mario dies, all divided by 10. Points (coins,
+    enemies, blocks) pay a little, the goal pays most, and the division by 10 scales the returns the value
+    function has to fit down by as much.
     (ToGymnasium below gives r as gym-super-mario-bros 7.x defines it on 9.x too, whose own reward pays points
     and the flag itself.)
 
-    Reads info["score"] and info["flag_get"] of each step; put it above MaxAndSkip, where a step's score
-    difference covers its 4 frames. A truncated episode (a time limit, not a death) gets neither +50 nor -50."""
+    Not taken from CustomReward: its -50 at any episode end without the flag, a time limit's included (here a
+    truncated episode gets neither +50 nor -50), and its terms for the maze levels 4-4 and 7-4, which end the
+    episode with -50 where Mario takes a wrong path. Reads info["score"] and info["flag_get"] of each step; put it
+    above MaxAndSkip, where a step's score difference covers its 4 frames."""
 
     def __init__(self, env: gym.Env):
         super().__init__(env)
@@ -372,10 +389,10 @@ def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None)
     if args.env_id not in GAMES:
         fail(f"--env-id {args.env_id!r} is not a Super Mario Bros game; this script plays {' or '.join(GAMES)} "
              "(the level comes from --world and --stage; for Atari games use ppo_breakout_atari.py)")
-    worlds = 12 if GAMES[args.env_id] else 8
-    if not 1 <= args.world <= worlds or not 1 <= args.stage <= 4:
-        fail(f"{args.env_id} has worlds 1-{worlds} and stages 1-4, got --world {args.world} --stage {args.stage}")
-    nes = gym_super_mario_bros.SuperMarioBrosEnv(lost_levels=GAMES[args.env_id], target=(args.world, args.stage))
+    try:
+        nes = gym_super_mario_bros.SuperMarioBrosEnv(lost_levels=GAMES[args.env_id], target=(args.world, args.stage))
+    except ValueError as e:  # a level the game (or the library) does not have
+        fail(f"{args.env_id} has no level --world {args.world} --stage {args.stage} to start at ({e})")
     env = ToGymnasium(JoypadSpace(nes, ACTION_SETS[args.action_type]))
     env = gym.wrappers.RecordEpisodeStatistics(env)
     env = MaxAndSkip(env, skip=4)
@@ -389,40 +406,25 @@ def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None)
 
 # Copied from common.envs.make_envs
 def make_envs(args: Args) -> gym.vector.VectorEnv:
-    """N copies of make_env in one vector env (main has already made one here, so the env is known to work).
+    """N copies of make_env in one vector env (train() has already made one, for the Agent, so the env is known
+    to work), stepped one after another in this process (sync) or each in a worker process of its own (async).
 
     Autoreset: when one of the N envs ends, the vector env resets it by itself. Gymnasium >= 1.0 does that on
     the NEXT step by default (that step's action is ignored and its "transition" is a reset, which must not
     be trained on). SAME_STEP instead resets it within the step that ended it: the observation returned is
     already the new episode's first, and the one the episode ended on is in info["final_obs"]. Every step
     of the rollout is then a real transition, and truncated episodes can bootstrap from V(final obs).
-
-    Async workers start from a forkserver, not as forks of this process: torch runs a pool of threads here, and
-    a fork copies their locks but not the threads, so a worker could wait forever on a lock that a thread held.
-    The forkserver is a fresh process that has run none of them; each worker is sent its env function pickled,
-    so that is a plain module-level function of args (make_worker_env), which any pickler takes.
     """
     thunk = functools.partial(make_worker_env, args)
     if args.vectorization_mode == "sync":
         return gym.vector.SyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
-    start_method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"  # Windows
-    # Each worker runs this script's imports again (the script is its __main__): the forkserver imports the slow
-    # ones once, before it forks any worker, so that each worker finds them loaded (2 s of torch each, otherwise).
-    multiprocessing.set_forkserver_preload(["torch", "torch.utils.tensorboard", "gymnasium", "tyro", "tqdm"])
     return gym.vector.AsyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-                                     context=start_method)
+                                     context=worker_start_method())
 
 
-# Copied from common.frames.make_worker_env
-def make_worker_env(args: Args) -> gym.Env:
-    """make_env, as an async worker runs it; in this process, for a SyncVectorEnv's envs and the one that an
-    AsyncVectorEnv makes here to read the spaces off, it is make_env alone."""
-    if multiprocessing.parent_process() is not None:
-        # An async worker: Ctrl-C reaches the whole process group, but it is the trainer's to handle
-        # (it finishes the update, saves and closes us), so the worker ignores it.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        cv2.setNumThreads(1)  # one worker per env already: OpenCV's own threads would only compete
-    return make_env(args)
+# ---------------------------------------------------------------------------------------------------------
+# The agent: the policy and the value function
+# ---------------------------------------------------------------------------------------------------------
 
 
 # Copied from common.ppo.layer_init
@@ -436,7 +438,8 @@ def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias_const: float = 0.
 
 def cnn(channels: int, hidden_size: int) -> nn.Sequential:
     """[UV]'s CNN body (src/model.py; [GX] gives each network one): 4 convolutions of 32 3x3 filters, stride 2,
-    padding 1 (84 -> 42 -> 21 -> 11 -> 6 pixels), then a fully connected layer of hidden_size; ReLUs."""
+    padding 1 (84 -> 42 -> 21 -> 11 -> 6 pixels), then a fully connected layer of hidden_size; a ReLU after each
+    layer, the fully connected one included as in [GX]'s core.py (cnn_model; [UV]'s has none there)."""
     layers = []
     for i in range(4):
         layers += [layer_init(nn.Conv2d(channels if i == 0 else 32, 32, 3, stride=2, padding=1)), nn.ReLU()]
@@ -474,7 +477,7 @@ class Agent(nn.Module):
     def features(self, body: nn.Module, x: torch.Tensor) -> torch.Tensor:
         """The features `body` (actor_cnn or critic_cnn) computes from uint8 frame stacks [B, 4, 84, 84]."""
         # Mixed precision (--precision bf16): the CNN, nearly all of the arithmetic, computes in bfloat16
-        # (float32's 8 exponent bits, 8 bits of mantissa), which a CPU with AMX runs faster than float32.
+        # (float32's 8 exponent bits, 7 of its 23 mantissa bits), which a CPU with AMX runs faster than float32.
         # Its features come back as float32 for the heads, the log-softmax and the losses. The rollout and the
         # update run the same bf16 network, so the ratio r_t starts at 1 up to rounding: on the CPU to ~1e-5,
         # on a GPU to ~1e-3, whose kernels for the rollout's N samples and the update's minibatches round
@@ -506,11 +509,17 @@ class Agent(nn.Module):
         return *self.get_action(x, action, greedy), self.get_value(x)
 
 
+# ---------------------------------------------------------------------------------------------------------
+# PPO: the rollout, the advantages (GAE) and the losses
+# ---------------------------------------------------------------------------------------------------------
+
+
 # Copied from common.frames.Rollout
 class Rollout:
-    """One rollout in NumPy, one [T, N] array per quantity (obs: [T, N, 4, 84, 84]). The environments speak
-    NumPy and the network torch: a row write here is many times cheaper than one into a tensor, and the whole rollout is
-    turned into tensors once per update."""
+    """One rollout in NumPy, one [T, N] array per quantity (obs: [T, N, 4, 84, 84]).
+
+    The environments speak NumPy and the network torch: a row write here is many times cheaper than one into a
+    tensor, and the whole rollout is turned into tensors once per update."""
 
     def __init__(self, num_steps: int, num_envs: int, obs_shape: tuple):
         self.obs = np.zeros((num_steps, num_envs) + obs_shape, dtype=np.uint8)  # frames stay uint8
@@ -545,11 +554,11 @@ def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarr
         rollout.final_values[step] = 0.0  # terminated: the MDP ended, there is no future reward, V(s_{t+1}) = 0
         if "final_obs" in info:
             # Some envs ended at this step and were already reset (SAME_STEP): next_obs holds the first
-            # observation of their new episode, and info["final_obs"] the one they ended on. A truncated
-            # episode was cut by a time limit in a state that is not terminal, and the agent would have
-            # collected more reward: bootstrap from V(final observation) ([TL]). Termination wins: gymnasium's
-            # TimeLimit also sets truncated on the limit step when the episode terminated there, and then the
-            # MDP ended (V = 0) whatever the clock says.
+            # observation of their new episode, and info["final_obs"] the one they ended on.
+            # A truncated episode was cut by a time limit in a state that is not terminal, and the agent would
+            # have collected more reward: bootstrap from V(final observation) ([TL]). Termination wins:
+            # gymnasium's TimeLimit also sets truncated on the limit step when the episode terminated there,
+            # and then the MDP ended (V = 0) whatever the clock says.
             bootstrap = truncated & ~terminated
             if bootstrap.any():
                 final_obs = np.stack(info["final_obs"][bootstrap])
@@ -570,9 +579,9 @@ def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, 
     """Generalized Advantage Estimation over a rollout, backwards in time. NumPy arrays of shape [T] (or [T, N]).
 
     dones[t] = 1 where an episode ended at step t, by termination or truncation: no advantage flows back
-    across it. final_values[t], read only there, is the V(s_{t+1}) the return should see: 0 when the episode
-    terminated (no future reward), V(final observation) when a time limit truncated it (the agent would have
-    gone on collecting reward, [TL]). last_value = V(s_T), the state after the rollout's last step.
+    across it. final_values[t], read only there, is the V(s_{t+1}) the return should see, as the rollout set it:
+    0 after a termination, V(final observation) after a truncation. last_value = V(s_T), the state after the
+    rollout's last step.
     """
     # V(s_{t+1}) for every step: the next row's value, last_value after the last row, final_values at ends.
     next_values = np.where(dones == 1, final_values, np.concatenate([values[1:], [last_value]]))
@@ -592,7 +601,9 @@ def clipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip_c
     """-L^CLIP, to minimize. L^CLIP = E[min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t)]      (paper eq. 7)
 
     The min makes it a pessimistic bound: once the ratio r_t has moved past 1 + eps (A > 0) or below 1 - eps
-    (A < 0), the clipped term is the smaller one and its gradient is zero (the flat parts of Figure 1).
+    (A < 0), the clipped term is the smaller one and its gradient is zero (the flat parts of Figure 1). That takes
+    away the incentive to move r_t further, not the move itself: a step taken for other samples can still carry
+    it past the range.
     """
     unclipped = ratio * advantages
     clipped = torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef) * advantages
@@ -609,31 +620,24 @@ def minibatches(batch_size: int, minibatch_size: int, count: int, device: torch.
         yield order[i % len(order)]
 
 
-def step_network(optimizer: optim.Optimizer, loss: torch.Tensor, parameters: list, args: Args) -> None:
-    """One gradient step of one network on `loss`."""
+# Copied from common.distributed.step_network
+def step_network(optimizer: optim.Optimizer, loss: torch.Tensor, parameters, args: Args) -> None:
+    """One gradient step of one network (its `parameters`) on `loss`."""
+    parameters = list(parameters)  # (read twice below: a generator such as agent.parameters() would run dry)
     optimizer.zero_grad()
     loss.backward()
-    # Several ranks: average each gradient over them, so that every rank takes the same step, the one a single
-    # process holding all world_size x N x T samples would take.
-    for param in parameters:
-        all_ranks_mean(param.grad, args)
+    # Several ranks: average the gradients over them, so that every rank takes the same step, the one a single
+    # process holding all world_size x N x T samples would take (all but the advantages' normalization, which
+    # each rank does over its own minibatch).
+    all_ranks_mean_grads(parameters, args)
     # Global grad-norm clipping: one norm over all the network's parameters together, rescaled to at most
     # max_grad_norm, so one bad minibatch cannot make a huge step ([37] detail 11).
     nn.utils.clip_grad_norm_(parameters, args.max_grad_norm)
     optimizer.step()
 
 
-# Copied from common.resume.annealed
-def annealed(iteration: int, schedule: dict) -> float:
-    """alpha_i, the annealing fraction of update i (Table 5's alpha): linear from schedule["start"] at update
-    schedule["from_iteration"] down to 0 after update schedule["num_iterations"]. A new run's schedule is
-    {start 1, from_iteration 1, num_iterations}, so alpha_i = 1 - (i - 1) / num_iterations."""
-    remaining = schedule["num_iterations"] - schedule["from_iteration"] + 1
-    return schedule["start"] * (1.0 - (iteration - schedule["from_iteration"]) / remaining)
-
-
 # ---------------------------------------------------------------------------------------------------------
-# Training
+# Training: the PPO loop
 # ---------------------------------------------------------------------------------------------------------
 
 
@@ -642,18 +646,19 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
     args.batch_size = args.num_envs * args.num_steps
     # global_step counts the steps of all ranks: each update consumes world_size rollouts.
     args.num_iterations = args.total_timesteps // (args.batch_size * args.world_size)
-    seed_everything(args, rank, device)  # the same seed gives the same run on the CPU; each rank has its own
+    seed_everything(args, rank, device)  # each rank's generators seeded with seed + rank
     run_dir = run_folder(args)  # runs/<level>__<exp-name>__<seed>__<time>/, or the resumed run's own
+    videos = videos_folder(args, run_dir)  # where --capture-video records (a resumed run: a folder of its own)
 
-    agent = Agent(make_env(args), args.hidden_size, use_bf16(args, device)).to(device)
+    with make_env(args) as env:  # one env, to read the spaces off and refuse a bad --env-id early
+        agent = Agent(env, args.hidden_size, use_bf16(args, device)).to(device)
     envs = make_envs(args)
     # eps 1e-5 instead of Adam's default 1e-8, as in the reference implementations ([37] detail 3): it bounds
     # the step lr * m / (sqrt(v) + eps) where a gradient has been near zero, so such a weight cannot jump.
-    # foreach: update all parameter tensors in a few batched operations instead of a Python loop over them.
     # Two optimizers, one per network ([SU]): each network's step size adapts to its own loss alone.
     optimizers = Optimizers(
-        pi=optim.Adam(agent.actor_parameters(), lr=args.learning_rate, eps=1e-5, foreach=True),
-        vf=optim.Adam(agent.critic_parameters(), lr=args.vf_learning_rate, eps=1e-5, foreach=True),
+        pi=adam(agent.actor_parameters(), lr=args.learning_rate, eps=1e-5),
+        vf=adam(agent.critic_parameters(), lr=args.vf_learning_rate, eps=1e-5),
     )
     # A new run starts at step 0, annealing from 1; --resume restores the weights, the optimizers' states, this
     # rank's random generators, the step count and the annealing schedule. Every rank takes rank 0's weights.
@@ -673,8 +678,9 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
 
     for iteration in range(start_iteration, args.num_iterations + 1):
         # Linear annealing ([37] detail 4): lr_i = alpha_i * learning_rate, alpha_i = 1 - (i - 1) / num_iterations
-        # falling from 1 toward 0 (Table 5's alpha; `annealed` also covers a resumed run's schedule).
-        frac = annealed(iteration, schedule)
+        # falling from 1 toward 0 (Table 5's alpha). The scale is 1, but in a run resumed with a larger
+        # --total-timesteps, where it makes alpha go on from its last value (resumed_schedule): never up.
+        frac = schedule["scale"] * (1.0 - (iteration - 1) / args.num_iterations)
         if args.anneal_lr:
             optimizers["pi"].param_groups[0]["lr"] = frac * args.learning_rate
             optimizers["vf"].param_groups[0]["lr"] = frac * args.vf_learning_rate
@@ -762,7 +768,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         # --- Evaluation of the policy, on an env of its own ------------------------------------------------
         last = iteration == args.num_iterations
         if rank == 0 and args.eval_every and (last or iteration % args.eval_every == 0):
-            evaluate_and_log(args, agent, log, run_dir, global_step, stopper)
+            evaluate_and_log(args, agent, log, videos, global_step, stopper)
 
         # --- Checkpoint -------------------------------------------------------------------------------------
         stopper.snapshot = checkpoint_state(args, agent, optimizers, global_step, iteration, schedule)  # (every rank)
@@ -773,9 +779,49 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
 
 
 # =========================================================================================================
-# The rest is plumbing, skippable on a first read: bad-input checks, run folders and logging, Ctrl-C,
-# checkpoints and resume, evaluation and play, torchrun and precision. PPO is all above.
+# The rest is plumbing, skippable on a first read: device and process settings, bad-input checks, run folders
+# and logging, Ctrl-C, checkpoints and resume, evaluation and play, the --help texts
+# and torchrun and precision (nothing of PPO, which is all above)
 # =========================================================================================================
+
+
+# On a GPU, torch.use_deterministic_algorithms(True) lets cuBLAS multiply matrices only with a fixed workspace,
+# and raises on the first matmul without one. cuBLAS reads this when CUDA starts: it is set here, as the script is
+# imported, before anything touches CUDA.
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+
+
+# Copied from common.runs.adam
+def adam(parameters, lr: float, eps: float) -> optim.Adam:
+    """torch's Adam, its update done in a few batched operations over all the parameter tensors together (foreach)
+    instead of a Python loop over them."""
+    return optim.Adam(parameters, lr=lr, eps=eps, foreach=True)
+
+
+# Copied from common.envs.worker_start_method
+def worker_start_method() -> str:
+    """How an AsyncVectorEnv starts its workers: from a forkserver, not as forks of this process. torch runs a
+    pool of threads here, and a fork copies their locks but not the threads, so a worker could wait forever on a
+    lock that a thread held. The forkserver is a fresh process that has run none of them; each worker is sent its
+    env function pickled, so that is a plain module-level function of args (make_worker_env), which any pickler
+    takes."""
+    start_method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"  # Windows
+    # Each worker runs this script's imports again (the script is its __main__): the forkserver imports the slow
+    # ones once, before it forks any worker, so that each worker finds them loaded (2 s of torch each, otherwise).
+    multiprocessing.set_forkserver_preload(["torch", "torch.utils.tensorboard", "gymnasium", "tyro", "tqdm"])
+    return start_method
+
+
+# Copied from common.frames.make_worker_env
+def make_worker_env(args: Args) -> gym.Env:
+    """make_env, as an async worker runs it; in this process, for a SyncVectorEnv's envs and the one that an
+    AsyncVectorEnv makes here to read the spaces off, it is make_env alone."""
+    if multiprocessing.parent_process() is not None:
+        # An async worker: Ctrl-C reaches the whole process group, but it is the trainer's to handle
+        # (it finishes the update, saves and closes us), so the worker ignores it.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        cv2.setNumThreads(1)  # one worker per env already: OpenCV's own threads would only compete
+    return make_env(args)
 
 
 # Copied from common.cli.fail
@@ -793,17 +839,28 @@ def check_args(args: Args) -> None:
     def given(*names: str) -> list[tuple[str, float]]:
         return [(name, getattr(args, name)) for name in names if getattr(args, name, None) is not None]
 
+    # Every float first: nan would pass the checks below (nan <= 0 is False), and Adam would then raise.
+    for field in dataclasses.fields(args):
+        value = getattr(args, field.name)
+        if isinstance(value, float) and not np.isfinite(value):
+            fail(f"--{field.name.replace('_', '-')} must be a finite number, got {value}")
     for name, value in given("total_timesteps", "num_envs", "num_steps", "minibatch_size", "update_epochs",
                              "train_pi_iters", "train_v_iters", "hidden_size", "episodes", "eval_episodes",
-                             "learning_rate", "vf_learning_rate", "clip_coef", "vf_clip_coef", "target_kl"):
+                             "learning_rate", "vf_learning_rate", "clip_coef", "vf_clip_coef", "target_kl",
+                             "max_grad_norm"):
         if value <= 0:
             fail(f"--{name.replace('_', '-')} must be positive, got {value}")
-    for name, value in given("ent_coef", "vf_coef", "max_grad_norm", "checkpoint_every", "eval_every"):
+    for name, value in given("ent_coef", "vf_coef", "checkpoint_every", "eval_every"):
         if value < 0:
             fail(f"--{name.replace('_', '-')} must not be negative, got {value}")
     for name, value in given("gamma", "gae_lambda"):
         if not 0.0 <= value <= 1.0:
             fail(f"--{name.replace('_', '-')} must be in [0, 1], got {value}")
+    if not 0 <= args.seed <= 2**32 - args.world_size:
+        fail(f"--seed must be in [0, {2**32 - args.world_size}] (NumPy seeds rank r with seed + r), got {args.seed}")
+    if not args.exp_name or "/" in args.exp_name:
+        fail(f"--exp-name names one run folder (runs/<env-id>__<exp-name>__<seed>__<time>/): it cannot be empty or "
+             f"hold a '/', got {args.exp_name!r}")
     if args.norm_adv and args.minibatch_size < 2:
         fail(f"--minibatch-size must be at least 2 with --norm-adv: the advantages are normalized by their std "
              f"over each minibatch, and one sample has none (got {args.minibatch_size})")
@@ -821,19 +878,30 @@ def check_args(args: Args) -> None:
 
 # Copied from common.distributed.check_resume
 def check_resume(args: Args, ckpt: dict) -> None:
-    """--resume goes on update by update, so the shape of an update cannot change; and there must be steps left."""
+    """--resume goes on update by update, so the shape of an update and the learning rate's schedule cannot change;
+    and there must be steps left."""
     for name in ("num_envs", "num_steps", "world_size"):
         if getattr(args, name) != ckpt["args"][name]:
             flag = "the number of torchrun ranks" if name == "world_size" else "--" + name.replace("_", "-")
             fail(f"{flag} cannot change on --resume ({ckpt['args'][name]} in {args.resume}, {getattr(args, name)} "
                  "now): the step count, the buffers and the annealing go update by update")
+    # The learning rate goes on from the optimizer's state (--no-anneal-lr: Adam's saved rate) and the annealing
+    # schedule, so the flags that set it cannot change: they would be ignored, or raise the rate.
+    for name in ("learning_rate", "vf_learning_rate", "anneal_lr", "anneal_clip", "clip_coef"):
+        if name == "clip_coef" and not getattr(args, "anneal_clip", False):  # (applied as given where not annealed)
+            continue
+        if hasattr(args, name) and getattr(args, name) != ckpt["args"][name]:
+            fail(f"--{name.replace('_', '-')} cannot change on --resume ({ckpt['args'][name]} in {args.resume}, "
+                 f"{getattr(args, name)} now): a resumed run goes on with the step size and annealing it started "
+                 "with; start a new run to change them")
     if ckpt["global_step"] + args.num_envs * args.num_steps * args.world_size > args.total_timesteps:
         fail(f"{args.resume} has already trained {ckpt['global_step']} steps; "
              f"give a larger --total-timesteps to train longer")
 
 
 def level(args: Args) -> str:
-    """The level's gym-super-mario-bros id, which names the run folder: SuperMarioBros-1-1-v0."""
+    """The level's name in gym-super-mario-bros' scheme (its id of the level, for the first game), which names the
+    run folder: SuperMarioBros-1-1-v0, SuperMarioBros2-1-1-v0."""
     return args.env_id.replace("-v0", f"-{args.world}-{args.stage}-v0")
 
 
@@ -846,10 +914,19 @@ def run_folder(args: Args) -> str:
     return os.path.join("runs", f"{level(args)}__{args.exp_name}__{args.seed}__{int(time.time())}")
 
 
+# Copied from common.runs.videos_folder
+def videos_folder(args: Args, run_dir: str) -> str:
+    """Where --capture-video records: the run folder's videos/, and for a resumed run a folder of its own in it
+    (videos/resume-<unix time>/): RecordVideo numbers the episodes from 0 again, and in videos/ itself it would
+    overwrite what the run recorded before it stopped."""
+    videos = os.path.join(run_dir, "videos")
+    return os.path.join(videos, f"resume-{int(time.time())}") if args.resume else videos
+
+
 # Copied from common.distributed.seed_everything
 def seed_everything(args: Args, rank: int, device: torch.device) -> None:
-    """Seed Python, NumPy and torch with seed + rank: the same seed gives the same run on the CPU, and each rank
-    samples and explores with its own seed. Deterministic algorithms if asked, cuDNN's too on a GPU."""
+    """Seed Python, NumPy and torch with seed + rank (--seed), so that each rank samples and explores with a seed of
+    its own. Deterministic algorithms if asked, cuDNN's too on a GPU."""
     random.seed(args.seed + rank)
     np.random.seed(args.seed + rank)
     torch.manual_seed(args.seed + rank)
@@ -880,7 +957,7 @@ def restore_run(args: Args, ckpt: Optional[dict], agent: nn.Module, optimizers: 
     Adam's state and this rank's random generators restored from it. Under torchrun every rank then starts from
     rank 0's weights."""
     global_step, start_iteration = 0, 1
-    schedule = {"start": 1.0, "from_iteration": 1, "num_iterations": args.num_iterations}
+    schedule = {"scale": 1.0, "num_iterations": args.num_iterations}
     if ckpt is not None:
         restore_agent(agent, ckpt, args.resume)
         optimizers.load_state_dict(ckpt["optimizers"])
@@ -949,11 +1026,15 @@ class Stopper:
     """Ctrl-C: stop at the next rollout step or minibatch and save the last complete update (`snapshot`, taken
     after every update), rather than finish the update first as the MLP scripts do. torchrun forwards Ctrl-C to
     its workers and kills them 30 s later (its default), sooner than a CNN update can end on a CPU. The ranks
-    meet in collective calls, so they must stop at the same step: they agree on it through an all-reduce."""
+    meet in collective calls, so they must stop at the same step: they agree on it through an all-reduce, at
+    every AGREE_EVERY-th check only (a collective and a wait for its result each time). On 2 CPU cores 16 checks
+    are about a second of training (a minibatch step takes 44-72 ms, benchmarks/README.md), far inside the 30 s."""
+
+    AGREE_EVERY = 16
 
     def __init__(self, args: Args, rank: int, device: torch.device):
         self.args, self.rank, self.device = args, rank, device
-        self.requested, self.stopped, self.snapshot = False, False, None
+        self.requested, self.stopped, self.snapshot, self.checks = False, False, None, 0
         signal.signal(signal.SIGINT, self.request)
 
     def request(self, signum, frame):
@@ -965,11 +1046,14 @@ class Stopper:
                             "(press again to quit without saving)")
 
     def check(self) -> bool:
-        """Whether to stop now: a Ctrl-C reached this rank, or any other (all ranks call this at the same step)."""
-        stop = self.requested
-        if self.args.world_size > 1:
-            stop = all_ranks_mean(torch.tensor(float(stop), device=self.device), self.args).item() > 0
-        self.stopped = self.stopped or stop
+        """Whether to stop now: in one process, whether Ctrl-C was pressed; under torchrun, whether it reached any
+        rank, as they found at their last agreement (all ranks call this at the same steps)."""
+        self.checks += 1
+        if self.args.world_size == 1:
+            self.stopped = self.stopped or self.requested
+        elif self.checks % self.AGREE_EVERY == 0:
+            flag = torch.tensor(float(self.requested), device=self.device)
+            self.stopped = self.stopped or all_ranks_mean(flag, self.args).item() > 0
         return self.stopped
 
 
@@ -1023,12 +1107,17 @@ def save_checkpoint(path: str, state: dict) -> None:
 # Copied from common.checkpoints.load_checkpoint with "optimizer"->"optimizers"
 def load_checkpoint(path: str) -> dict:
     """Read a checkpoint of this script, or fail with one line that says what is wrong with the file."""
+    if os.path.isdir(path):
+        fail(f"{path} is a folder, not a checkpoint (a run's is runs/<run>/checkpoint.pt)")
     if not os.path.isfile(path):
         fail(f"no checkpoint at {path}")
+    if os.path.getsize(path) == 0:
+        fail(f"{path} is empty (0 bytes), not a checkpoint")
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # truncated, not a torch file, or holding objects that weights_only refuses
-        fail(f"{path} is not a readable checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
+    except Exception as e:  # truncated, unreadable, not a torch file, or holding objects that weights_only refuses
+        reason = next((line.strip() for line in str(e).splitlines() if line.strip()), "")[:120]  # (can be empty)
+        fail(f"{path} is not a readable checkpoint ({type(e).__name__}{': ' if reason else ''}{reason})")
     if not isinstance(ckpt, dict) or not {"script", "args", "agent"} <= ckpt.keys():
         fail(f"{path} is not a checkpoint of this library")
     if ckpt["script"] != SCRIPT:
@@ -1041,12 +1130,15 @@ def load_checkpoint(path: str) -> dict:
 
 # Copied from common.resume.resumed_schedule
 def resumed_schedule(schedule: dict, iteration: int, num_iterations: int) -> dict:
-    """The annealing schedule of a run resumed after update `iteration`. Same length: it goes on unchanged. A new
-    --total-timesteps: alpha starts from the value the last update had and falls to 0 over the new remainder,
-    so resuming never raises the learning rate (nor an annealed clip range)."""
+    """The annealing schedule of a run resumed after update `iteration`: {"scale", "num_iterations"}, with alpha_i =
+    scale * (1 - (i - 1) / num_iterations) (a new run's scale is 1). Same length: it goes on unchanged. A new
+    --total-timesteps: the scale makes alpha go on from the value the last update had down to 0 over the new
+    length, so resuming never raises the learning rate (nor an annealed clip range)."""
     if schedule["num_iterations"] == num_iterations:
         return schedule
-    return {"start": annealed(iteration, schedule), "from_iteration": iteration + 1, "num_iterations": num_iterations}
+    last = schedule["scale"] * (1.0 - (iteration - 1) / schedule["num_iterations"])  # alpha of update `iteration`
+    # scale' * (1 - iteration / num_iterations) = last: update iteration + 1 starts where update `iteration` was
+    return {"scale": last * num_iterations / (num_iterations - iteration), "num_iterations": num_iterations}
 
 
 # Copied from common.resume.rng_states
@@ -1132,11 +1224,11 @@ def evaluate(args: Args, agent: Agent, episodes: int, video_folder: Optional[str
     return returns, lengths, x_positions, flags
 
 
-def evaluate_and_log(args: Args, agent: Agent, log: RunLog, run_dir: str, global_step: int, stopper: Stopper) -> None:
+def evaluate_and_log(args: Args, agent: Agent, log: RunLog, videos: str, global_step: int, stopper: Stopper) -> None:
     """Play --eval-episodes episodes (recorded under videos/eval-<step>/ with --capture-video), log their mean
     return, length and x position and how often Mario reached the flag, and say it above the progress bar. A
     Ctrl-C gives the episodes up, and nothing is logged."""
-    video_folder = os.path.join(run_dir, "videos", f"eval-{global_step}") if args.capture_video else None
+    video_folder = os.path.join(videos, f"eval-{global_step}") if args.capture_video else None
     eval_returns, eval_lengths, eval_x, eval_flags = evaluate(args, agent, args.eval_episodes, video_folder,
                                                               should_stop=lambda: stopper.requested)
     if not stopper.requested:
@@ -1152,7 +1244,8 @@ def evaluate_and_log(args: Args, agent: Agent, log: RunLog, run_dir: str, global
 def play(args: Args, ckpt: dict) -> None:
     # A folder of its own for each --play, so that no earlier video is overwritten.
     video_folder = os.path.join(os.path.dirname(os.path.abspath(args.play)), "videos", f"play-{int(time.time())}")
-    agent = Agent(make_env(args), args.hidden_size, use_bf16(args, torch.device("cpu")))
+    with make_env(args) as env:  # one env to read the spaces off
+        agent = Agent(env, args.hidden_size, use_bf16(args, torch.device("cpu")))
     restore_agent(agent, ckpt, args.play)
     returns, _, x_positions, flags = evaluate(args, agent, args.episodes,
                                               video_folder if args.capture_video else None, verbose=True)
@@ -1164,15 +1257,22 @@ def play(args: Args, ckpt: dict) -> None:
 
 # Copied from common.distributed.setup_distributed
 def setup_distributed(args: Args) -> tuple[int, torch.device]:
-    """Under torchrun (which sets RANK, LOCAL_RANK and WORLD_SIZE), join the process group: gloo between CPU
-    processes, nccl between GPUs. Returns this process's rank and its device. Without torchrun: rank 0 of 1."""
+    """Under torchrun (which sets RANK, LOCAL_RANK, LOCAL_WORLD_SIZE and WORLD_SIZE), join the process group: gloo
+    between CPU processes, nccl between GPUs, one GPU per rank (NCCL refuses two ranks on one GPU). More ranks on a
+    machine than it has GPUs are refused before anything starts. Returns this process's rank and its device.
+    Without torchrun: rank 0 of 1."""
     use_cuda = torch.cuda.is_available() and args.cuda
     if "RANK" not in os.environ:
         return 0, torch.device("cuda" if use_cuda else "cpu")
+    local_rank, ranks_here = int(os.environ["LOCAL_RANK"]), int(os.environ.get("LOCAL_WORLD_SIZE", 1))
+    if use_cuda and max(ranks_here, local_rank + 1) > torch.cuda.device_count():
+        fail(f"torchrun starts {max(ranks_here, local_rank + 1)} ranks on this machine and it has "
+             f"{torch.cuda.device_count()} GPU(s): each rank needs a GPU of its own; give --nproc_per_node "
+             f"{torch.cuda.device_count()} or fewer, or --no-cuda to train the ranks on the CPU")
     dist.init_process_group("nccl" if use_cuda else "gloo")
     if use_cuda:
-        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
-    return dist.get_rank(), torch.device(f"cuda:{os.environ['LOCAL_RANK']}" if use_cuda else "cpu")
+        torch.cuda.set_device(local_rank)
+    return dist.get_rank(), torch.device(f"cuda:{local_rank}" if use_cuda else "cpu")
 
 
 # Copied from common.distributed.all_ranks_mean
@@ -1184,14 +1284,29 @@ def all_ranks_mean(value: torch.Tensor, args: Args) -> torch.Tensor:
     return value
 
 
+# Copied from common.distributed.all_ranks_mean_grads
+def all_ranks_mean_grads(parameters, args: Args) -> None:
+    """Average the gradients over the ranks, so that every rank takes the same step: flattened into one tensor,
+    they go through one all-reduce per step rather than one per parameter tensor (as in CleanRL's
+    ppo_atari_multigpu.py)."""
+    if args.world_size == 1:
+        return
+    grads = [param.grad for param in parameters if param.grad is not None]
+    flat = all_ranks_mean(torch.cat([grad.reshape(-1) for grad in grads]), args)
+    for grad, mean in zip(grads, flat.split([grad.numel() for grad in grads])):
+        grad.copy_(mean.view_as(grad))
+
+
 # Copied from common.precision.use_bf16
 def use_bf16(args: Args, device: torch.device) -> bool:
-    """--precision auto: bf16 where the device has native bfloat16 arithmetic, where it pays; fp32 elsewhere
-    (CPUs without it emulate bfloat16, slower than float32)."""
+    """--precision auto: bf16 on a CPU with native bfloat16 arithmetic (AVX512-BF16 or AMX), where it pays (the
+    Breakout update 1.64x faster on 2 cores, benchmarks/README.md); fp32 elsewhere: on CPUs without it, which
+    emulate bfloat16 slower than float32, and on CUDA, where the H200 check measured no gain (Breakout 1,189 SPS
+    in bf16, 1,244 in fp32) and a ratio r_t that starts 1.1e-3 away from 1 (1.2e-6 in fp32)."""
     if args.precision != "auto":
         return args.precision == "bf16"
-    if device.type == "cuda":
-        return torch.cuda.is_bf16_supported(including_emulation=False)
+    if device.type != "cpu":
+        return False
     return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
 
 
@@ -1206,9 +1321,28 @@ def set_cudnn_flags(args: Args) -> None:
     torch.backends.cudnn.allow_tf32 = False
 
 
+# Copied from common.cli.one_line_help
+def one_line_help(cls: type) -> type:
+    """Hand tyro each field's docstring as one line, which --help wraps to the terminal's width. tyro keeps the
+    line breaks of a docstring whose continuation lines are indented (it joins only lines that start with a
+    letter), so --help would break its lines where the source does, mid-sentence. It reads a dataclass field's
+    "help" metadata before the docstring: that is where the joined text goes. Returns cls."""
+    if cls.__dict__.get("help_joined"):  # (once per process: reading the source takes tens of milliseconds)
+        return cls
+    body = ast.parse(inspect.getsource(cls)).body[0].body
+    for node, doc in zip(body, body[1:]):
+        if isinstance(node, ast.AnnAssign) and isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant):
+            field = cls.__dataclass_fields__[node.target.id]
+            field.metadata = {**field.metadata, "help": " ".join(doc.value.value.split())}
+    cls.help_joined = True
+    return cls
+
+
 # Copied from common.distributed.main
 def main() -> None:
-    args = tyro.cli(Args, description=__doc__)
+    args = tyro.cli(one_line_help(Args), description=__doc__)
+    if "" in (args.resume, args.play):  # (an empty path would read as not given: a training instead of a play)
+        fail(f"--{'resume' if args.resume == '' else 'play'} needs the path of a checkpoint, got ''")
     if args.resume and args.play:
         fail("give either --resume or --play, not both")
     ckpt = None

@@ -20,7 +20,9 @@ Differs from ppo_lunarlander_vec.py in:
       update is logged (losses/kl) for all three, and beta (charts/kl_beta)
     - observation normalization (`RunningMeanStd` buffers inside the Agent) and reward scaling (`RewardScaler`),
       both updated between rollouts and saved in the checkpoint; `--no-norm-obs`, `--no-norm-reward`
-    - hyperparameters for a swing-up task of 200-step episodes (gamma 0.98, no entropy bonus)
+    - hyperparameters for a swing-up task of 200-step episodes: 8 envs x 256 steps, gamma 0.98, lambda 0.95,
+      minibatches of 256, 10 epochs, no entropy bonus, and the value loss unclipped (`--clip-vloss` to clip it)
+    - `make_env` casts float64 observations (MuJoCo's) to float32; 20 evaluation episodes
 
 Deliberately left out, and the script that has each:
     - a discrete (categorical) policy                          -> ppo_lunarlander_vec.py
@@ -49,9 +51,11 @@ References
           the 9 details for continuous actions
 """
 
+import ast
 import collections
 import dataclasses
 import functools
+import inspect
 import math
 import multiprocessing
 import os
@@ -71,10 +75,11 @@ import tqdm
 import tyro
 from torch.utils.tensorboard import SummaryWriter
 
+# A "# Copied from common.<module>.<Name>" line marks a checked copy: the original is <Name> in common/<module>.py,
+# shared word for word with the other scripts that need it; `python -m common.check_copies` fails when a copy
+# drifts from it, and `--fix` rewrites the copy.
+
 SCRIPT = os.path.basename(__file__)
-# On a GPU, torch.use_deterministic_algorithms(True) lets cuBLAS multiply matrices only with a fixed workspace,
-# and raises on the first matmul without one. cuBLAS reads this when CUDA starts, so it is set before that.
-os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 
 @dataclass
@@ -88,8 +93,8 @@ class Args:
     num_envs: int = 8
     """N, environments stepped together; each rollout holds N x T transitions"""
     vectorization_mode: Literal["sync", "async"] = "sync"
-    """sync: step the N envs one after another in this process; async: one process per env, stepped in
-    parallel (pays off when an env step costs more than sending its data between processes)"""
+    """sync: step the N envs one after another in this process; async: one process per env, stepped in parallel (pays
+    off when an env step costs more than sending its data between processes, and there are cores to run them on)"""
 
     # --- PPO hyperparameters (same order in every script) ---
     learning_rate: float = 1e-3
@@ -101,8 +106,8 @@ class Args:
     gamma: float = 0.98
     """gamma, the discount of future rewards: the agent looks about 1/(1-gamma) steps ahead (usual 0.9-0.999)"""
     gae_lambda: float = 0.95
-    """lambda of GAE: 0 gives the one-step TD advantage (low variance, biased by V), 1 the Monte-Carlo return
-    minus V (unbiased, high variance); usual 0.8 to 0.98"""
+    """lambda of GAE: 0 gives the one-step TD advantage (low variance, biased by V), 1 the Monte-Carlo return minus V
+    (unbiased, high variance); usual 0.8 to 0.98"""
     minibatch_size: int = 256
     """M, samples per gradient step: each epoch splits the N x T batch into N*T/M shuffled minibatches"""
     update_epochs: int = 10
@@ -122,38 +127,42 @@ class Args:
     L^CPI of eq. 6, the ratio-weighted advantage alone (Table 1's "no clipping or penalty", which scored worse
     than a random policy there)"""
     clip_coef: float = 0.2
-    """epsilon, the clip range of the probability ratio (eq. 7): how far the new policy may move (usual 0.1-0.3);
-    with --objective kl or none nothing is clipped, and it only sets what losses/clipfrac counts"""
+    """epsilon, the clip range of the probability ratio (eq. 7): once r_t is outside [1 - epsilon, 1 + epsilon], the
+    objective stops rewarding a further move (usual 0.1-0.3); with --objective kl or none nothing is clipped, and it
+    only sets what losses/clipfrac counts"""
     kl_target: float = 0.01
-    """d_targ of the adaptive KL penalty (section 4; --objective kl): beta is halved after an update whose mean
-    KL d < d_targ / 1.5 and doubled after one with d > 1.5 d_targ (paper: 0.003, 0.01, 0.03)"""
+    """d_targ of the adaptive KL penalty (section 4; --objective kl): beta is halved after an update whose mean KL d <
+    d_targ / 1.5 and doubled after one with d > 1.5 d_targ (paper: 0.003, 0.01, 0.03); not --target-kl, which stops
+    the epochs early under either objective"""
     kl_beta_init: float = 1.0
     """beta at the start of training (--objective kl); the paper finds its value not important in practice,
     as the rule quickly adjusts it"""
     kl_adaptive: bool = True
     """adapt beta to --kl-target after every update (section 4); --no-kl-adaptive keeps beta fixed at
     --kl-beta-init, the paper's fixed-penalty baseline"""
+    # Off here: with the rewards scaled, V moves far less than 10 per update; with --clip-vloss the clip never acted in
+    # benchmarks/README.md's record (losses/vf_clipfrac 0 at every update, seed 1, either objective), and a range small
+    # enough to act would be one more hyperparameter to tune.
     clip_vloss: bool = False
-    """clip the value loss too: V may move at most --vf-clip-coef away from the V that collected the data. Off
-    here: with the rewards scaled, V moves far less than 10 per update, and in a default run the clip never
-    acted (losses/vf_clipfrac 0 at every update, README); a range small enough to act is one more
-    hyperparameter, which Engstrom et al. 2020 and Andrychowicz et al. 2021 found may hurt"""
-    vf_clip_coef: float = 10.0
-    """the value clip range (--clip-vloss), in units of (scaled) return; losses/vf_clipfrac logs how often
-    V moved past it"""
+    """clip the value loss too: once V is more than --vf-clip-coef away from the V that collected the data, the loss
+    stops rewarding a further move"""
+    vf_clip_coef: float = 10.0  # the targets are the scaled returns (--norm-reward)
+    """the value clip range (--clip-vloss), in units of the value targets; losses/vf_clipfrac logs how often V moved
+    past it"""
+    # 0, as in CleanRL's and baselines' continuous-action settings: with a state-independent std the bonus only pushes
+    # sigma up.
     ent_coef: float = 0.0
-    """c2, weight of the entropy bonus S (eq. 9): rewards keeping pi spread out, so it keeps exploring (0-0.01).
-    0 here, as in the reference continuous-action PPO: with a state-independent std the bonus only pushes sigma up"""
+    """c2, weight of the entropy bonus S (eq. 9): rewards keeping pi spread out, so it keeps exploring (usual 0-0.01)"""
     vf_coef: float = 0.5
-    """c1, weight of the value loss L^VF (eq. 9). With separate networks it scales only the critic's gradient,
-    and Adam cancels a constant scale (up to its eps), so c1 acts only through the global gradient clip
-    (--max-grad-norm), whose norm covers the actor's and the critic's gradients together"""
+    """c1, weight of the value loss in eq. 9's sum, here of the halved squared error (see the loss in train()). With
+    separate networks it scales only the critic's gradient, and Adam cancels a constant scale (up to its eps), so c1
+    acts only through the global gradient clip (--max-grad-norm), whose norm covers the actor's and the critic's
+    gradients together"""
     max_grad_norm: float = 0.5
     """clip the global norm of the gradient to this, so one bad minibatch cannot make a huge step"""
     target_kl: Optional[float] = None
-    """stop the update's epochs early once the approximate KL[pi_old || pi] of an epoch's last minibatch
-    exceeds this (usual 0.01-0.05; unset: always run all K epochs); an early stop for either objective, not
-    --kl-target"""
+    """stop the update's epochs early once the approximate KL[pi_old || pi] of an epoch's last minibatch exceeds this
+    (usual 0.01-0.05; unset: always run all K epochs)"""
     hidden_size: int = 64
     """width of the two hidden layers of the actor (the Gaussian's mean) and of the critic"""
 
@@ -165,10 +174,11 @@ class Args:
     torch_deterministic: bool = True
     """let torch use deterministic algorithms only (torch.use_deterministic_algorithms; on CUDA with cuBLAS's
     fixed workspace): the same seed then repeats a run on the same device"""
-    cuda: bool = False
-    """run the network on CUDA when available (off by default: README's runs of this small network are on the CPU)"""
+    cuda: bool = False  # README's runs of these small lessons are on the CPU
+    """run on CUDA when a GPU is available (--no-cuda: on the CPU even where one is)"""
     capture_video: bool = False
-    """record the evaluation episodes to MP4 under the run folder's videos/eval-<step>/ (--play: videos/play-*/);
+    """record the evaluation episodes to MP4 under the run folder's videos/eval-<step>/ (a resumed run:
+    videos/resume-*/eval-<step>/; --play: videos/play-*/);
     recording slows the evaluations down, so lower --eval-episodes or raise --eval-every to record fewer"""
     checkpoint_every: int = 10
     """save runs/<run>/checkpoint.pt every this many updates, and always at the end (0: only at the end)"""
@@ -178,7 +188,7 @@ class Args:
     saved), and with them the reward scaler's running discounted return of each env; a resumed run is not the
     very run that never stopped. Flags not given take the checkpoint's values; a larger --total-timesteps trains
     longer, the annealed learning rate then falling from its last value to 0 over the added updates, never up.
-    --num-envs and --num-steps cannot change"""
+    --num-envs, --num-steps, --learning-rate and --anneal-lr cannot change"""
     play: Optional[str] = None
     """do not train: run the greedy policy saved in this checkpoint for --episodes episodes, print the returns"""
     episodes: int = 10
@@ -196,7 +206,7 @@ class Args:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Environment wrappers (copied from common/wrappers.py under checked markers): Pendulum needs none of its own.
+# The environment
 # ---------------------------------------------------------------------------------------------------------
 
 
@@ -208,10 +218,10 @@ def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None)
     except gym.error.Error as e:  # unknown id, unknown version, missing optional dependency
         fail(f"cannot make --env-id {args.env_id!r}: {e}")
     if not (isinstance(env.action_space, gym.spaces.Box) and len(env.action_space.shape) == 1):
-        fail(f"{args.env_id} has a {type(env.action_space).__name__} action space; this script needs a flat Box "
-             "(continuous actions; for discrete ones use ppo_lunarlander_vec.py)")
+        fail(f"--env-id {args.env_id} has a {type(env.action_space).__name__} action space; this script needs a flat "
+             "Box (continuous actions; for discrete ones use ppo_lunarlander_vec.py)")
     if not (isinstance(env.observation_space, gym.spaces.Box) and len(env.observation_space.shape) == 1):
-        fail(f"{args.env_id} observations are {env.observation_space}; this script needs a flat Box "
+        fail(f"--env-id {args.env_id}: its observations are {env.observation_space}; this script needs a flat Box "
              "(for images use ppo_breakout_atari.py)")
     if env.observation_space.dtype != np.float32:
         # MuJoCo's observations are float64, the network's weights float32: every observation is cast here,
@@ -230,39 +240,25 @@ def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None)
 
 # Copied from common.envs.make_envs
 def make_envs(args: Args) -> gym.vector.VectorEnv:
-    """N copies of make_env in one vector env (main has already made one here, so the env is known to work).
+    """N copies of make_env in one vector env (train() has already made one, for the Agent, so the env is known
+    to work), stepped one after another in this process (sync) or each in a worker process of its own (async).
 
     Autoreset: when one of the N envs ends, the vector env resets it by itself. Gymnasium >= 1.0 does that on
     the NEXT step by default (that step's action is ignored and its "transition" is a reset, which must not
     be trained on). SAME_STEP instead resets it within the step that ended it: the observation returned is
     already the new episode's first, and the one the episode ended on is in info["final_obs"]. Every step
     of the rollout is then a real transition, and truncated episodes can bootstrap from V(final obs).
-
-    Async workers start from a forkserver, not as forks of this process: torch runs a pool of threads here, and
-    a fork copies their locks but not the threads, so a worker could wait forever on a lock that a thread held.
-    The forkserver is a fresh process that has run none of them; each worker is sent its env function pickled,
-    so that is a plain module-level function of args (make_worker_env), which any pickler takes.
     """
     thunk = functools.partial(make_worker_env, args)
     if args.vectorization_mode == "sync":
         return gym.vector.SyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
-    start_method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"  # Windows
-    # Each worker runs this script's imports again (the script is its __main__): the forkserver imports the slow
-    # ones once, before it forks any worker, so that each worker finds them loaded (2 s of torch each, otherwise).
-    multiprocessing.set_forkserver_preload(["torch", "torch.utils.tensorboard", "gymnasium", "tyro", "tqdm"])
     return gym.vector.AsyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-                                     context=start_method)
+                                     context=worker_start_method())
 
 
-# Copied from common.envs.make_worker_env
-def make_worker_env(args: Args) -> gym.Env:
-    """make_env, as an async worker runs it; in this process, for a SyncVectorEnv's envs and the one that an
-    AsyncVectorEnv makes here to read the spaces off, it is make_env alone."""
-    if multiprocessing.parent_process() is not None:
-        # An async worker: Ctrl-C reaches the whole process group, but it is the trainer's to handle
-        # (it finishes the update, saves and closes us), so the worker ignores it.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-    return make_env(args)
+# ---------------------------------------------------------------------------------------------------------
+# The agent: the policy and the value function
+# ---------------------------------------------------------------------------------------------------------
 
 
 # Copied from common.ppo.layer_init
@@ -306,10 +302,10 @@ class Agent(nn.Module):
     sees them ([37] continuous details 6, 7); they are buffers of this module, so saving the agent saves them.
     """
 
-    def __init__(self, env: gym.Env, hidden_size: int, norm_clip: float = 10.0):
+    def __init__(self, env: gym.Env, hidden_size: int, norm_clip: Optional[float] = 10.0):
         super().__init__()
         obs_size, h, action_size = env.observation_space.shape[0], hidden_size, env.action_space.shape[0]
-        self.norm_clip = norm_clip
+        self.norm_clip = norm_clip  # None: observations go in as they are (--no-norm-obs)
         self.obs_rms = RunningMeanStd(env.observation_space.shape)
         self.critic = nn.Sequential(
             layer_init(nn.Linear(obs_size, h)), nn.Tanh(), layer_init(nn.Linear(h, h)), nn.Tanh(),
@@ -324,8 +320,10 @@ class Agent(nn.Module):
         self.actor_logstd = nn.Parameter(torch.zeros(action_size))
 
     def normalize(self, x: torch.Tensor) -> torch.Tensor:
-        """(s - mean) / sqrt(var + 1e-8), clipped to +-norm_clip. Identity while the statistics are at their
-        start (mean 0, var 1), i.e. when obs_rms is never updated (--no-norm-obs)."""
+        """(s - mean) / sqrt(var + 1e-8), clipped to +-norm_clip; the identity with --no-norm-obs (norm_clip None),
+        where observations beyond +-norm_clip (MuJoCo's velocities can be) reach the networks unclipped."""
+        if self.norm_clip is None:
+            return x
         std = torch.sqrt(self.obs_rms.var + 1e-8)
         return ((x - self.obs_rms.mean) / std).clamp(-self.norm_clip, self.norm_clip).to(x.dtype)
 
@@ -352,6 +350,11 @@ class Agent(nn.Module):
         log_prob = (-0.5 * ((action - mean) / logstd.exp()) ** 2 - logstd - 0.5 * math.log(2 * math.pi)).sum(-1)
         entropy = (0.5 + 0.5 * math.log(2 * math.pi) + logstd).sum(-1)  # H = sum_i log(sigma_i sqrt(2 pi e))
         return action, log_prob, entropy, self.get_value(x)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# PPO: the rollout, the advantages (GAE) and the losses
+# ---------------------------------------------------------------------------------------------------------
 
 
 class RewardScaler(nn.Module):
@@ -388,9 +391,10 @@ class RewardScaler(nn.Module):
 
 class Rollout:
     """One rollout in NumPy, one [T, N] array per quantity (obs: [T, N, obs_size], actions: [T, N, action_size];
-    obs as the envs returned them: the agent normalizes them itself). The environments speak
-    NumPy and the network torch: a row write here is many times cheaper than one into a tensor, and the whole rollout is
-    turned into tensors once per update."""
+    obs as the envs returned them: the agent normalizes them itself).
+
+    The environments speak NumPy and the network torch: a row write here is many times cheaper than one into a
+    tensor, and the whole rollout is turned into tensors once per update."""
 
     def __init__(self, num_steps: int, num_envs: int, obs_shape: tuple, action_shape: tuple):
         self.obs = np.zeros((num_steps, num_envs) + obs_shape, dtype=np.float32)
@@ -423,11 +427,11 @@ def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarr
         rollout.final_values[step] = 0.0  # terminated: the MDP ended, there is no future reward, V(s_{t+1}) = 0
         if "final_obs" in info:
             # Some envs ended at this step and were already reset (SAME_STEP): next_obs holds the first
-            # observation of their new episode, and info["final_obs"] the one they ended on. A truncated
-            # episode was cut by a time limit in a state that is not terminal, and the agent would have
-            # collected more reward: bootstrap from V(final observation) ([TL]). Termination wins: gymnasium's
-            # TimeLimit also sets truncated on the limit step when the episode terminated there, and then the
-            # MDP ended (V = 0) whatever the clock says.
+            # observation of their new episode, and info["final_obs"] the one they ended on.
+            # A truncated episode was cut by a time limit in a state that is not terminal, and the agent would
+            # have collected more reward: bootstrap from V(final observation) ([TL]). Termination wins:
+            # gymnasium's TimeLimit also sets truncated on the limit step when the episode terminated there,
+            # and then the MDP ended (V = 0) whatever the clock says.
             bootstrap = truncated & ~terminated
             if bootstrap.any():
                 final_obs = np.stack(info["final_obs"][bootstrap]).astype(np.float32)
@@ -447,9 +451,9 @@ def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, 
     """Generalized Advantage Estimation over a rollout, backwards in time. NumPy arrays of shape [T] (or [T, N]).
 
     dones[t] = 1 where an episode ended at step t, by termination or truncation: no advantage flows back
-    across it. final_values[t], read only there, is the V(s_{t+1}) the return should see: 0 when the episode
-    terminated (no future reward), V(final observation) when a time limit truncated it (the agent would have
-    gone on collecting reward, [TL]). last_value = V(s_T), the state after the rollout's last step.
+    across it. final_values[t], read only there, is the V(s_{t+1}) the return should see, as the rollout set it:
+    0 after a termination, V(final observation) after a truncation. last_value = V(s_T), the state after the
+    rollout's last step.
     """
     # V(s_{t+1}) for every step: the next row's value, last_value after the last row, final_values at ends.
     next_values = np.where(dones == 1, final_values, np.concatenate([values[1:], [last_value]]))
@@ -469,7 +473,9 @@ def clipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip_c
     """-L^CLIP, to minimize. L^CLIP = E[min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t)]      (paper eq. 7)
 
     The min makes it a pessimistic bound: once the ratio r_t has moved past 1 + eps (A > 0) or below 1 - eps
-    (A < 0), the clipped term is the smaller one and its gradient is zero (the flat parts of Figure 1).
+    (A < 0), the clipped term is the smaller one and its gradient is zero (the flat parts of Figure 1). That takes
+    away the incentive to move r_t further, not the move itself: a step taken for other samples can still carry
+    it past the range.
     """
     unclipped = ratio * advantages
     clipped = torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef) * advantages
@@ -483,8 +489,9 @@ def clipped_value_loss(newvalue, oldvalue, returns, vf_clip_coef: float) -> torc
 
     Like L^CLIP, a pessimistic bound: a step that moves V further than eps_v from the V that collected the
     data earns no more credit for it. The paper uses the plain squared error; the reference implementations
-    (openai/baselines, CleanRL) clip. [37] ran no ablation of it; it cites Engstrom et al. 2020 (arXiv:2005.12729)
-    and Andrychowicz et al. 2021 (arXiv:2006.05990), who found that it can hurt. `--no-clip-vloss` turns it off.
+    (openai/baselines, CleanRL) clip. [37] ran no ablation of it; it cites Engstrom et al. 2020 (arXiv:2005.12729),
+    who found no evidence that it helps, and Andrychowicz et al. 2021 (arXiv:2006.05990), whose decision C13 found
+    that it hurts. `--no-clip-vloss` turns it off.
     """
     clipped = oldvalue + torch.clamp(newvalue - oldvalue, -vf_clip_coef, vf_clip_coef)
     return 0.5 * torch.max((newvalue - returns) ** 2, (clipped - returns) ** 2).mean()
@@ -529,33 +536,25 @@ def adapt_kl_beta(beta: float, d: float, kl_target: float) -> float:
     return beta
 
 
-# Copied from common.resume.annealed
-def annealed(iteration: int, schedule: dict) -> float:
-    """alpha_i, the annealing fraction of update i (Table 5's alpha): linear from schedule["start"] at update
-    schedule["from_iteration"] down to 0 after update schedule["num_iterations"]. A new run's schedule is
-    {start 1, from_iteration 1, num_iterations}, so alpha_i = 1 - (i - 1) / num_iterations."""
-    remaining = schedule["num_iterations"] - schedule["from_iteration"] + 1
-    return schedule["start"] * (1.0 - (iteration - schedule["from_iteration"]) / remaining)
-
-
 # ---------------------------------------------------------------------------------------------------------
-# Training
+# Training: the PPO loop
 # ---------------------------------------------------------------------------------------------------------
 
 
 def train(args: Args, ckpt: Optional[dict]) -> None:
     args.batch_size = args.num_envs * args.num_steps
     args.num_iterations = args.total_timesteps // args.batch_size
-    device = seed_everything(args)  # the same seed gives the same run on the CPU
+    device = seed_everything(args)  # Python's, NumPy's and torch's generators seeded; the device to train on
     run_dir = run_folder(args)  # runs/<env-id>__<exp-name>__<seed>__<time>/, or the resumed run's own
+    videos = videos_folder(args, run_dir)  # where --capture-video records (a resumed run: a folder of its own)
 
-    agent = Agent(make_env(args), args.hidden_size, args.norm_clip).to(device)
+    with make_env(args) as env:  # one env, to read the spaces off and refuse a bad --env-id early
+        agent = Agent(env, args.hidden_size, args.norm_clip if args.norm_obs else None).to(device)
     envs = make_envs(args)
     reward_scaler = RewardScaler(args.num_envs, args.gamma)
     # eps 1e-5 instead of Adam's default 1e-8, as in the reference implementations ([37] detail 3): it bounds
     # the step lr * m / (sqrt(v) + eps) where a gradient has been near zero, so such a weight cannot jump.
-    # foreach: update all parameter tensors in a few batched operations instead of a Python loop over them.
-    optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, foreach=True)
+    optimizer = adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
     # A new run starts at step 0, annealing from 1; --resume restores the weights, the optimizer's state, the
     # random generators, the step count and the annealing schedule from the checkpoint.
     global_step, start_iteration, schedule = restore_run(args, ckpt, agent, optimizer, device)
@@ -574,9 +573,11 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
 
     for iteration in range(start_iteration, args.num_iterations + 1):
         # Linear annealing ([37] detail 4): lr_i = alpha_i * learning_rate, alpha_i = 1 - (i - 1) / num_iterations
-        # falling from 1 toward 0 (Table 5's alpha; `annealed` also covers a resumed run's schedule).
+        # falling from 1 toward 0 (Table 5's alpha). The scale is 1, but in a run resumed with a larger
+        # --total-timesteps, where it makes alpha go on from its last value (resumed_schedule): never up.
+        frac = schedule["scale"] * (1.0 - (iteration - 1) / args.num_iterations)
         if args.anneal_lr:
-            optimizer.param_groups[0]["lr"] = annealed(iteration, schedule) * args.learning_rate
+            optimizer.param_groups[0]["lr"] = frac * args.learning_rate
 
         # --- Rollout: run the current policy pi_old for T steps in each of the N envs -----------------------
         next_obs, last_value, episodes = collect_rollout(envs, agent, next_obs, rollout)
@@ -684,7 +685,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         # --- Evaluation of the greedy policy, on an env of its own ------------------------------------------
         last = iteration == args.num_iterations
         if args.eval_every and (last or iteration % args.eval_every == 0):
-            evaluate_and_log(args, agent, log, run_dir, global_step)
+            evaluate_and_log(args, agent, log, videos, global_step)
 
         # --- Checkpoint -------------------------------------------------------------------------------------
         if last or ctrl_c.requested or (args.checkpoint_every and iteration % args.checkpoint_every == 0):
@@ -697,9 +698,48 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
 
 
 # =========================================================================================================
-# The rest is plumbing, skippable on a first read: bad-input checks, run folders and logging, Ctrl-C,
-# checkpoints and resume, evaluation and play. PPO is all above.
+# The rest is plumbing, skippable on a first read: device and process settings, bad-input checks, run folders
+# and logging, Ctrl-C, checkpoints and resume, evaluation and play, the --help texts
+# (nothing of PPO, which is all above)
 # =========================================================================================================
+
+
+# On a GPU, torch.use_deterministic_algorithms(True) lets cuBLAS multiply matrices only with a fixed workspace,
+# and raises on the first matmul without one. cuBLAS reads this when CUDA starts: it is set here, as the script is
+# imported, before anything touches CUDA.
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+
+
+# Copied from common.runs.adam
+def adam(parameters, lr: float, eps: float) -> optim.Adam:
+    """torch's Adam, its update done in a few batched operations over all the parameter tensors together (foreach)
+    instead of a Python loop over them."""
+    return optim.Adam(parameters, lr=lr, eps=eps, foreach=True)
+
+
+# Copied from common.envs.worker_start_method
+def worker_start_method() -> str:
+    """How an AsyncVectorEnv starts its workers: from a forkserver, not as forks of this process. torch runs a
+    pool of threads here, and a fork copies their locks but not the threads, so a worker could wait forever on a
+    lock that a thread held. The forkserver is a fresh process that has run none of them; each worker is sent its
+    env function pickled, so that is a plain module-level function of args (make_worker_env), which any pickler
+    takes."""
+    start_method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"  # Windows
+    # Each worker runs this script's imports again (the script is its __main__): the forkserver imports the slow
+    # ones once, before it forks any worker, so that each worker finds them loaded (2 s of torch each, otherwise).
+    multiprocessing.set_forkserver_preload(["torch", "torch.utils.tensorboard", "gymnasium", "tyro", "tqdm"])
+    return start_method
+
+
+# Copied from common.envs.make_worker_env
+def make_worker_env(args: Args) -> gym.Env:
+    """make_env, as an async worker runs it; in this process, for a SyncVectorEnv's envs and the one that an
+    AsyncVectorEnv makes here to read the spaces off, it is make_env alone."""
+    if multiprocessing.parent_process() is not None:
+        # An async worker: Ctrl-C reaches the whole process group, but it is the trainer's to handle
+        # (it finishes the update, saves and closes us), so the worker ignores it.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return make_env(args)
 
 
 # Copied from common.cli.fail
@@ -717,17 +757,27 @@ def check_args(args: Args) -> None:
     def given(*names: str) -> list[tuple[str, float]]:
         return [(name, getattr(args, name)) for name in names if getattr(args, name, None) is not None]
 
+    # Every float first: nan would pass the checks below (nan <= 0 is False), and Adam would then raise.
+    for field in dataclasses.fields(args):
+        value = getattr(args, field.name)
+        if isinstance(value, float) and not np.isfinite(value):
+            fail(f"--{field.name.replace('_', '-')} must be a finite number, got {value}")
     for name, value in given("total_timesteps", "num_envs", "num_steps", "minibatch_size", "update_epochs",
                              "hidden_size", "episodes", "eval_episodes", "learning_rate", "clip_coef", "vf_clip_coef",
-                             "norm_clip", "kl_target", "kl_beta_init", "target_kl"):
+                             "norm_clip", "kl_target", "kl_beta_init", "target_kl", "max_grad_norm"):
         if value <= 0:
             fail(f"--{name.replace('_', '-')} must be positive, got {value}")
-    for name, value in given("ent_coef", "vf_coef", "max_grad_norm", "checkpoint_every", "eval_every"):
+    for name, value in given("ent_coef", "vf_coef", "checkpoint_every", "eval_every"):
         if value < 0:
             fail(f"--{name.replace('_', '-')} must not be negative, got {value}")
     for name, value in given("gamma", "gae_lambda"):
         if not 0.0 <= value <= 1.0:
             fail(f"--{name.replace('_', '-')} must be in [0, 1], got {value}")
+    if not 0 <= args.seed <= 2**32 - 1:
+        fail(f"--seed must be in [0, {2**32 - 1}] (NumPy's seeds), got {args.seed}")
+    if not args.exp_name or "/" in args.exp_name:
+        fail(f"--exp-name names one run folder (runs/<env-id>__<exp-name>__<seed>__<time>/): it cannot be empty or "
+             f"hold a '/', got {args.exp_name!r}")
     if args.norm_adv and args.minibatch_size < 2:
         fail(f"--minibatch-size must be at least 2 with --norm-adv: the advantages are normalized by their std "
              f"over each minibatch, and one sample has none (got {args.minibatch_size})")
@@ -745,11 +795,21 @@ def check_args(args: Args) -> None:
 
 # Copied from common.checkpoints.check_resume
 def check_resume(args: Args, ckpt: dict) -> None:
-    """--resume goes on update by update, so the shape of an update cannot change; and there must be steps left."""
+    """--resume goes on update by update, so the shape of an update and the learning rate's schedule cannot change;
+    and there must be steps left."""
     for name in ("num_envs", "num_steps"):  # each where the script has it (ppo_cartpole.py has one env)
         if hasattr(args, name) and getattr(args, name) != ckpt["args"][name]:
             fail(f"--{name.replace('_', '-')} cannot change on --resume ({ckpt['args'][name]} in {args.resume}, "
                  f"{getattr(args, name)} now): the step count, the buffers and the annealing go update by update")
+    # The learning rate goes on from the optimizer's state (--no-anneal-lr: Adam's saved rate) and the annealing
+    # schedule, so the flags that set it cannot change: they would be ignored, or raise the rate.
+    for name in ("learning_rate", "vf_learning_rate", "anneal_lr", "anneal_clip", "clip_coef"):
+        if name == "clip_coef" and not getattr(args, "anneal_clip", False):  # (applied as given where not annealed)
+            continue
+        if hasattr(args, name) and getattr(args, name) != ckpt["args"][name]:
+            fail(f"--{name.replace('_', '-')} cannot change on --resume ({ckpt['args'][name]} in {args.resume}, "
+                 f"{getattr(args, name)} now): a resumed run goes on with the step size and annealing it started "
+                 "with; start a new run to change them")
     if ckpt["global_step"] + getattr(args, "num_envs", 1) * args.num_steps > args.total_timesteps:
         fail(f"{args.resume} has already trained {ckpt['global_step']} steps; "
              f"give a larger --total-timesteps to train longer")
@@ -764,9 +824,18 @@ def run_folder(args: Args) -> str:
     return os.path.join("runs", f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}")
 
 
+# Copied from common.runs.videos_folder
+def videos_folder(args: Args, run_dir: str) -> str:
+    """Where --capture-video records: the run folder's videos/, and for a resumed run a folder of its own in it
+    (videos/resume-<unix time>/): RecordVideo numbers the episodes from 0 again, and in videos/ itself it would
+    overwrite what the run recorded before it stopped."""
+    videos = os.path.join(run_dir, "videos")
+    return os.path.join(videos, f"resume-{int(time.time())}") if args.resume else videos
+
+
 # Copied from common.runs.seed_everything
 def seed_everything(args: Args) -> torch.device:
-    """Seed Python, NumPy and torch, so that the same seed gives the same run on the CPU; return the device."""
+    """Seed Python, NumPy and torch (--seed), deterministic algorithms if asked; return the device to train on."""
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -780,7 +849,7 @@ def restore_run(args: Args, ckpt: Optional[dict], agent: nn.Module, optimizer: o
     """(global_step, first update, annealing schedule) of a new run; resuming, the checkpoint's, with the weights,
     the optimizer's state and the random generators restored from it."""
     if ckpt is None:
-        return 0, 1, {"start": 1.0, "from_iteration": 1, "num_iterations": args.num_iterations}
+        return 0, 1, {"scale": 1.0, "num_iterations": args.num_iterations}
     restore_agent(agent, ckpt, args.resume)
     optimizer.load_state_dict(ckpt["optimizer"])
     restore_rng(ckpt["rng"], device)
@@ -888,12 +957,17 @@ def save_checkpoint(path: str, args: Args, agent: nn.Module, optimizer: optim.Op
 
 def load_checkpoint(path: str) -> dict:
     """Read a checkpoint of this script, or fail with one line that says what is wrong with the file."""
+    if os.path.isdir(path):
+        fail(f"{path} is a folder, not a checkpoint (a run's is runs/<run>/checkpoint.pt)")
     if not os.path.isfile(path):
         fail(f"no checkpoint at {path}")
+    if os.path.getsize(path) == 0:
+        fail(f"{path} is empty (0 bytes), not a checkpoint")
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # truncated, not a torch file, or holding objects that weights_only refuses
-        fail(f"{path} is not a readable checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
+    except Exception as e:  # truncated, unreadable, not a torch file, or holding objects that weights_only refuses
+        reason = next((line.strip() for line in str(e).splitlines() if line.strip()), "")[:120]  # (can be empty)
+        fail(f"{path} is not a readable checkpoint ({type(e).__name__}{': ' if reason else ''}{reason})")
     if not isinstance(ckpt, dict) or not {"script", "args", "agent"} <= ckpt.keys():
         fail(f"{path} is not a checkpoint of this library")
     if ckpt["script"] != SCRIPT:
@@ -906,12 +980,15 @@ def load_checkpoint(path: str) -> dict:
 
 # Copied from common.resume.resumed_schedule
 def resumed_schedule(schedule: dict, iteration: int, num_iterations: int) -> dict:
-    """The annealing schedule of a run resumed after update `iteration`. Same length: it goes on unchanged. A new
-    --total-timesteps: alpha starts from the value the last update had and falls to 0 over the new remainder,
-    so resuming never raises the learning rate (nor an annealed clip range)."""
+    """The annealing schedule of a run resumed after update `iteration`: {"scale", "num_iterations"}, with alpha_i =
+    scale * (1 - (i - 1) / num_iterations) (a new run's scale is 1). Same length: it goes on unchanged. A new
+    --total-timesteps: the scale makes alpha go on from the value the last update had down to 0 over the new
+    length, so resuming never raises the learning rate (nor an annealed clip range)."""
     if schedule["num_iterations"] == num_iterations:
         return schedule
-    return {"start": annealed(iteration, schedule), "from_iteration": iteration + 1, "num_iterations": num_iterations}
+    last = schedule["scale"] * (1.0 - (iteration - 1) / schedule["num_iterations"])  # alpha of update `iteration`
+    # scale' * (1 - iteration / num_iterations) = last: update iteration + 1 starts where update `iteration` was
+    return {"scale": last * num_iterations / (num_iterations - iteration), "num_iterations": num_iterations}
 
 
 # Copied from common.resume.rng_states
@@ -982,10 +1059,10 @@ def evaluate(args: Args, agent: Agent, episodes: int, video_folder: Optional[str
 
 
 # Copied from common.evaluation.evaluate_and_log
-def evaluate_and_log(args: Args, agent: Agent, log: RunLog, run_dir: str, global_step: int) -> None:
+def evaluate_and_log(args: Args, agent: Agent, log: RunLog, videos: str, global_step: int) -> None:
     """Evaluate the greedy policy for --eval-episodes episodes (recorded under videos/eval-<step>/ with
     --capture-video), log the mean return and length, and say it above the progress bar."""
-    video_folder = os.path.join(run_dir, "videos", f"eval-{global_step}") if args.capture_video else None
+    video_folder = os.path.join(videos, f"eval-{global_step}") if args.capture_video else None
     eval_returns, eval_lengths = evaluate(args, agent, args.eval_episodes, video_folder)
     log.scalar("eval/mean_return", np.mean(eval_returns), global_step)
     log.scalar("eval/mean_length", np.mean(eval_lengths), global_step)
@@ -996,7 +1073,8 @@ def evaluate_and_log(args: Args, agent: Agent, log: RunLog, run_dir: str, global
 def play(args: Args, ckpt: dict) -> None:
     # A folder of its own for each --play, so that no earlier video is overwritten.
     video_folder = os.path.join(os.path.dirname(os.path.abspath(args.play)), "videos", f"play-{int(time.time())}")
-    agent = Agent(make_env(args), args.hidden_size, args.norm_clip)
+    with make_env(args) as env:  # one env to read the spaces off
+        agent = Agent(env, args.hidden_size, args.norm_clip if args.norm_obs else None)
     restore_agent(agent, ckpt, args.play)  # the observation statistics too: the agent sees what it trained on
     returns, _ = evaluate(args, agent, args.episodes, video_folder if args.capture_video else None, verbose=True)
     print(f"mean return over {args.episodes} episodes: {np.mean(returns):.1f} +/- {np.std(returns):.1f}")
@@ -1004,9 +1082,28 @@ def play(args: Args, ckpt: dict) -> None:
         print(f"videos: {video_folder}")
 
 
+# Copied from common.cli.one_line_help
+def one_line_help(cls: type) -> type:
+    """Hand tyro each field's docstring as one line, which --help wraps to the terminal's width. tyro keeps the
+    line breaks of a docstring whose continuation lines are indented (it joins only lines that start with a
+    letter), so --help would break its lines where the source does, mid-sentence. It reads a dataclass field's
+    "help" metadata before the docstring: that is where the joined text goes. Returns cls."""
+    if cls.__dict__.get("help_joined"):  # (once per process: reading the source takes tens of milliseconds)
+        return cls
+    body = ast.parse(inspect.getsource(cls)).body[0].body
+    for node, doc in zip(body, body[1:]):
+        if isinstance(node, ast.AnnAssign) and isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant):
+            field = cls.__dataclass_fields__[node.target.id]
+            field.metadata = {**field.metadata, "help": " ".join(doc.value.value.split())}
+    cls.help_joined = True
+    return cls
+
+
 # Copied from common.cli.main
 def main() -> None:
-    args = tyro.cli(Args, description=__doc__)
+    args = tyro.cli(one_line_help(Args), description=__doc__)
+    if "" in (args.resume, args.play):  # (an empty path would read as not given: a training instead of a play)
+        fail(f"--{'resume' if args.resume == '' else 'play'} needs the path of a checkpoint, got ''")
     if args.resume and args.play:
         fail("give either --resume or --play, not both")
     ckpt = None

@@ -43,12 +43,17 @@ def save_checkpoint(path: str, args: Args, agent: nn.Module, optimizer: optim.Op
 
 def load_checkpoint(path: str) -> dict:
     """Read a checkpoint of this script, or fail with one line that says what is wrong with the file."""
+    if os.path.isdir(path):
+        fail(f"{path} is a folder, not a checkpoint (a run's is runs/<run>/checkpoint.pt)")
     if not os.path.isfile(path):
         fail(f"no checkpoint at {path}")
+    if os.path.getsize(path) == 0:
+        fail(f"{path} is empty (0 bytes), not a checkpoint")
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # truncated, not a torch file, or holding objects that weights_only refuses
-        fail(f"{path} is not a readable checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
+    except Exception as e:  # truncated, unreadable, not a torch file, or holding objects that weights_only refuses
+        reason = next((line.strip() for line in str(e).splitlines() if line.strip()), "")[:120]  # (can be empty)
+        fail(f"{path} is not a readable checkpoint ({type(e).__name__}{': ' if reason else ''}{reason})")
     if not isinstance(ckpt, dict) or not {"script", "args", "agent"} <= ckpt.keys():
         fail(f"{path} is not a checkpoint of this library")
     if ckpt["script"] != SCRIPT:
@@ -60,11 +65,21 @@ def load_checkpoint(path: str) -> dict:
 
 
 def check_resume(args: Args, ckpt: dict) -> None:
-    """--resume goes on update by update, so the shape of an update cannot change; and there must be steps left."""
+    """--resume goes on update by update, so the shape of an update and the learning rate's schedule cannot change;
+    and there must be steps left."""
     for name in ("num_envs", "num_steps"):  # each where the script has it (ppo_cartpole.py has one env)
         if hasattr(args, name) and getattr(args, name) != ckpt["args"][name]:
             fail(f"--{name.replace('_', '-')} cannot change on --resume ({ckpt['args'][name]} in {args.resume}, "
                  f"{getattr(args, name)} now): the step count, the buffers and the annealing go update by update")
+    # The learning rate goes on from the optimizer's state (--no-anneal-lr: Adam's saved rate) and the annealing
+    # schedule, so the flags that set it cannot change: they would be ignored, or raise the rate.
+    for name in ("learning_rate", "vf_learning_rate", "anneal_lr", "anneal_clip", "clip_coef"):
+        if name == "clip_coef" and not getattr(args, "anneal_clip", False):  # (applied as given where not annealed)
+            continue
+        if hasattr(args, name) and getattr(args, name) != ckpt["args"][name]:
+            fail(f"--{name.replace('_', '-')} cannot change on --resume ({ckpt['args'][name]} in {args.resume}, "
+                 f"{getattr(args, name)} now): a resumed run goes on with the step size and annealing it started "
+                 "with; start a new run to change them")
     if ckpt["global_step"] + getattr(args, "num_envs", 1) * args.num_steps > args.total_timesteps:
         fail(f"{args.resume} has already trained {ckpt['global_step']} steps; "
              f"give a larger --total-timesteps to train longer")

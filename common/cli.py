@@ -3,6 +3,7 @@
 - fail, how a script refuses bad input: every script
 - check_args, the checks of the hyperparameters: the scripts that train in one process (ppo_cartpole.py,
   ppo_lunarlander_vec.py, ppo_pendulum_continuous.py), each flag checked where the script has it
+- one_line_help, each Args field's docstring handed to tyro as one line, for --help to wrap: every script
 - main, of the scripts that train in one process: ppo_cartpole.py, ppo_lunarlander_vec.py,
   ppo_pendulum_continuous.py (the torchrun scripts' main is common.distributed.main)
 
@@ -14,8 +15,12 @@ carrying script's own: SCRIPT, Args, check_args, check_resume, args_from_checkpo
 
 from __future__ import annotations
 
+import ast
+import dataclasses
+import inspect
 import sys
 
+import numpy as np
 import torch
 import tyro
 
@@ -33,17 +38,27 @@ def check_args(args: Args) -> None:
     def given(*names: str) -> list[tuple[str, float]]:
         return [(name, getattr(args, name)) for name in names if getattr(args, name, None) is not None]
 
+    # Every float first: nan would pass the checks below (nan <= 0 is False), and Adam would then raise.
+    for field in dataclasses.fields(args):
+        value = getattr(args, field.name)
+        if isinstance(value, float) and not np.isfinite(value):
+            fail(f"--{field.name.replace('_', '-')} must be a finite number, got {value}")
     for name, value in given("total_timesteps", "num_envs", "num_steps", "minibatch_size", "update_epochs",
                              "hidden_size", "episodes", "eval_episodes", "learning_rate", "clip_coef", "vf_clip_coef",
-                             "norm_clip", "kl_target", "kl_beta_init", "target_kl"):
+                             "norm_clip", "kl_target", "kl_beta_init", "target_kl", "max_grad_norm"):
         if value <= 0:
             fail(f"--{name.replace('_', '-')} must be positive, got {value}")
-    for name, value in given("ent_coef", "vf_coef", "max_grad_norm", "checkpoint_every", "eval_every"):
+    for name, value in given("ent_coef", "vf_coef", "checkpoint_every", "eval_every"):
         if value < 0:
             fail(f"--{name.replace('_', '-')} must not be negative, got {value}")
     for name, value in given("gamma", "gae_lambda"):
         if not 0.0 <= value <= 1.0:
             fail(f"--{name.replace('_', '-')} must be in [0, 1], got {value}")
+    if not 0 <= args.seed <= 2**32 - 1:
+        fail(f"--seed must be in [0, {2**32 - 1}] (NumPy's seeds), got {args.seed}")
+    if not args.exp_name or "/" in args.exp_name:
+        fail(f"--exp-name names one run folder (runs/<env-id>__<exp-name>__<seed>__<time>/): it cannot be empty or "
+             f"hold a '/', got {args.exp_name!r}")
     if args.norm_adv and args.minibatch_size < 2:
         fail(f"--minibatch-size must be at least 2 with --norm-adv: the advantages are normalized by their std "
              f"over each minibatch, and one sample has none (got {args.minibatch_size})")
@@ -59,8 +74,26 @@ def check_args(args: Args) -> None:
         fail(f"--total-timesteps ({args.total_timesteps}) is less than one rollout ({rollout})")
 
 
+def one_line_help(cls: type) -> type:
+    """Hand tyro each field's docstring as one line, which --help wraps to the terminal's width. tyro keeps the
+    line breaks of a docstring whose continuation lines are indented (it joins only lines that start with a
+    letter), so --help would break its lines where the source does, mid-sentence. It reads a dataclass field's
+    "help" metadata before the docstring: that is where the joined text goes. Returns cls."""
+    if cls.__dict__.get("help_joined"):  # (once per process: reading the source takes tens of milliseconds)
+        return cls
+    body = ast.parse(inspect.getsource(cls)).body[0].body
+    for node, doc in zip(body, body[1:]):
+        if isinstance(node, ast.AnnAssign) and isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant):
+            field = cls.__dataclass_fields__[node.target.id]
+            field.metadata = {**field.metadata, "help": " ".join(doc.value.value.split())}
+    cls.help_joined = True
+    return cls
+
+
 def main() -> None:
-    args = tyro.cli(Args, description=__doc__)
+    args = tyro.cli(one_line_help(Args), description=__doc__)
+    if "" in (args.resume, args.play):  # (an empty path would read as not given: a training instead of a play)
+        fail(f"--{'resume' if args.resume == '' else 'play'} needs the path of a checkpoint, got ''")
     if args.resume and args.play:
         fail("give either --resume or --play, not both")
     ckpt = None

@@ -80,7 +80,8 @@ DETAILS: list[tuple[str, str, dict[str, str | Absent]]] = [
     ("core", "10. overall loss and entropy bonus", everywhere(
         "- args.ent_coef * entropy_loss", mario="loss = pg_loss - args.ent_coef * entropy_loss")),
     ("core", "11. global gradient clipping", everywhere(
-        "clip_grad_norm_(agent.parameters()", mario="clip_grad_norm_(parameters")),
+        "clip_grad_norm_(agent.parameters()", breakout="clip_grad_norm_(parameters",
+        mario="clip_grad_norm_(parameters")),
     ("core", "12. debug variables (approx_kl, clipfrac, ...)", everywhere('"losses/clipfrac"')),
     ("core", "13. shared or separate networks", everywhere(
         "self.critic = nn.Sequential(", cartpole="self.trunk = nn.Sequential(",

@@ -3,7 +3,8 @@ word:
 
 - check_args: the checks of the hyperparameters (each flag where the script has it), the rollouts of all
   ranks counted
-- setup_distributed, all_ranks_mean: joining the process group, averaging over the ranks
+- setup_distributed, all_ranks_mean, all_ranks_mean_grads: joining the process group, averaging over the ranks
+- step_network: one gradient step of one network, its gradients averaged over the ranks
 - seed_everything, restore_run, end_of_run: common.runs' twins for several ranks (each rank seeds and restores its
   own random generators, every rank starts from rank 0's weights, rank 0 saves and speaks)
 - Stopper: common.runs.CtrlC's twin, a Ctrl-C that every rank agrees on, stopping at the next step and saving the
@@ -19,8 +20,8 @@ its two optimizers, saved and restored together under "optimizers".
 Like wrappers.py and resume.py, this module holds the originals of checked copies, and no script imports it: each
 copy sits in its script under `# Copied from common.distributed.<name>`, `python -m common.check_copies` fails when
 one drifts and `--fix` rewrites it from here. The names used below but neither defined nor imported here are the
-carrying script's own: SCRIPT, Args, RunLog, fail, args_from_checkpoint, play, train, set_cudnn_flags,
-restore_agent, restore_rng, resumed_schedule, rng_states.
+carrying script's own: SCRIPT, Args, RunLog, fail, one_line_help, args_from_checkpoint, play, train,
+set_cudnn_flags, restore_agent, restore_rng, resumed_schedule, rng_states.
 """
 
 from __future__ import annotations
@@ -76,17 +77,28 @@ def check_args(args: Args) -> None:
     def given(*names: str) -> list[tuple[str, float]]:
         return [(name, getattr(args, name)) for name in names if getattr(args, name, None) is not None]
 
+    # Every float first: nan would pass the checks below (nan <= 0 is False), and Adam would then raise.
+    for field in dataclasses.fields(args):
+        value = getattr(args, field.name)
+        if isinstance(value, float) and not np.isfinite(value):
+            fail(f"--{field.name.replace('_', '-')} must be a finite number, got {value}")
     for name, value in given("total_timesteps", "num_envs", "num_steps", "minibatch_size", "update_epochs",
                              "train_pi_iters", "train_v_iters", "hidden_size", "episodes", "eval_episodes",
-                             "learning_rate", "vf_learning_rate", "clip_coef", "vf_clip_coef", "target_kl"):
+                             "learning_rate", "vf_learning_rate", "clip_coef", "vf_clip_coef", "target_kl",
+                             "max_grad_norm"):
         if value <= 0:
             fail(f"--{name.replace('_', '-')} must be positive, got {value}")
-    for name, value in given("ent_coef", "vf_coef", "max_grad_norm", "checkpoint_every", "eval_every"):
+    for name, value in given("ent_coef", "vf_coef", "checkpoint_every", "eval_every"):
         if value < 0:
             fail(f"--{name.replace('_', '-')} must not be negative, got {value}")
     for name, value in given("gamma", "gae_lambda"):
         if not 0.0 <= value <= 1.0:
             fail(f"--{name.replace('_', '-')} must be in [0, 1], got {value}")
+    if not 0 <= args.seed <= 2**32 - args.world_size:
+        fail(f"--seed must be in [0, {2**32 - args.world_size}] (NumPy seeds rank r with seed + r), got {args.seed}")
+    if not args.exp_name or "/" in args.exp_name:
+        fail(f"--exp-name names one run folder (runs/<env-id>__<exp-name>__<seed>__<time>/): it cannot be empty or "
+             f"hold a '/', got {args.exp_name!r}")
     if args.norm_adv and args.minibatch_size < 2:
         fail(f"--minibatch-size must be at least 2 with --norm-adv: the advantages are normalized by their std "
              f"over each minibatch, and one sample has none (got {args.minibatch_size})")
@@ -103,27 +115,44 @@ def check_args(args: Args) -> None:
 
 
 def check_resume(args: Args, ckpt: dict) -> None:
-    """--resume goes on update by update, so the shape of an update cannot change; and there must be steps left."""
+    """--resume goes on update by update, so the shape of an update and the learning rate's schedule cannot change;
+    and there must be steps left."""
     for name in ("num_envs", "num_steps", "world_size"):
         if getattr(args, name) != ckpt["args"][name]:
             flag = "the number of torchrun ranks" if name == "world_size" else "--" + name.replace("_", "-")
             fail(f"{flag} cannot change on --resume ({ckpt['args'][name]} in {args.resume}, {getattr(args, name)} "
                  "now): the step count, the buffers and the annealing go update by update")
+    # The learning rate goes on from the optimizer's state (--no-anneal-lr: Adam's saved rate) and the annealing
+    # schedule, so the flags that set it cannot change: they would be ignored, or raise the rate.
+    for name in ("learning_rate", "vf_learning_rate", "anneal_lr", "anneal_clip", "clip_coef"):
+        if name == "clip_coef" and not getattr(args, "anneal_clip", False):  # (applied as given where not annealed)
+            continue
+        if hasattr(args, name) and getattr(args, name) != ckpt["args"][name]:
+            fail(f"--{name.replace('_', '-')} cannot change on --resume ({ckpt['args'][name]} in {args.resume}, "
+                 f"{getattr(args, name)} now): a resumed run goes on with the step size and annealing it started "
+                 "with; start a new run to change them")
     if ckpt["global_step"] + args.num_envs * args.num_steps * args.world_size > args.total_timesteps:
         fail(f"{args.resume} has already trained {ckpt['global_step']} steps; "
              f"give a larger --total-timesteps to train longer")
 
 
 def setup_distributed(args: Args) -> tuple[int, torch.device]:
-    """Under torchrun (which sets RANK, LOCAL_RANK and WORLD_SIZE), join the process group: gloo between CPU
-    processes, nccl between GPUs. Returns this process's rank and its device. Without torchrun: rank 0 of 1."""
+    """Under torchrun (which sets RANK, LOCAL_RANK, LOCAL_WORLD_SIZE and WORLD_SIZE), join the process group: gloo
+    between CPU processes, nccl between GPUs, one GPU per rank (NCCL refuses two ranks on one GPU). More ranks on a
+    machine than it has GPUs are refused before anything starts. Returns this process's rank and its device.
+    Without torchrun: rank 0 of 1."""
     use_cuda = torch.cuda.is_available() and args.cuda
     if "RANK" not in os.environ:
         return 0, torch.device("cuda" if use_cuda else "cpu")
+    local_rank, ranks_here = int(os.environ["LOCAL_RANK"]), int(os.environ.get("LOCAL_WORLD_SIZE", 1))
+    if use_cuda and max(ranks_here, local_rank + 1) > torch.cuda.device_count():
+        fail(f"torchrun starts {max(ranks_here, local_rank + 1)} ranks on this machine and it has "
+             f"{torch.cuda.device_count()} GPU(s): each rank needs a GPU of its own; give --nproc_per_node "
+             f"{torch.cuda.device_count()} or fewer, or --no-cuda to train the ranks on the CPU")
     dist.init_process_group("nccl" if use_cuda else "gloo")
     if use_cuda:
-        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
-    return dist.get_rank(), torch.device(f"cuda:{os.environ['LOCAL_RANK']}" if use_cuda else "cpu")
+        torch.cuda.set_device(local_rank)
+    return dist.get_rank(), torch.device(f"cuda:{local_rank}" if use_cuda else "cpu")
 
 
 def all_ranks_mean(value: torch.Tensor, args: Args) -> torch.Tensor:
@@ -134,9 +163,36 @@ def all_ranks_mean(value: torch.Tensor, args: Args) -> torch.Tensor:
     return value
 
 
+def all_ranks_mean_grads(parameters, args: Args) -> None:
+    """Average the gradients over the ranks, so that every rank takes the same step: flattened into one tensor,
+    they go through one all-reduce per step rather than one per parameter tensor (as in CleanRL's
+    ppo_atari_multigpu.py)."""
+    if args.world_size == 1:
+        return
+    grads = [param.grad for param in parameters if param.grad is not None]
+    flat = all_ranks_mean(torch.cat([grad.reshape(-1) for grad in grads]), args)
+    for grad, mean in zip(grads, flat.split([grad.numel() for grad in grads])):
+        grad.copy_(mean.view_as(grad))
+
+
+def step_network(optimizer: optim.Optimizer, loss: torch.Tensor, parameters, args: Args) -> None:
+    """One gradient step of one network (its `parameters`) on `loss`."""
+    parameters = list(parameters)  # (read twice below: a generator such as agent.parameters() would run dry)
+    optimizer.zero_grad()
+    loss.backward()
+    # Several ranks: average the gradients over them, so that every rank takes the same step, the one a single
+    # process holding all world_size x N x T samples would take (all but the advantages' normalization, which
+    # each rank does over its own minibatch).
+    all_ranks_mean_grads(parameters, args)
+    # Global grad-norm clipping: one norm over all the network's parameters together, rescaled to at most
+    # max_grad_norm, so one bad minibatch cannot make a huge step ([37] detail 11).
+    nn.utils.clip_grad_norm_(parameters, args.max_grad_norm)
+    optimizer.step()
+
+
 def seed_everything(args: Args, rank: int, device: torch.device) -> None:
-    """Seed Python, NumPy and torch with seed + rank: the same seed gives the same run on the CPU, and each rank
-    samples and explores with its own seed. Deterministic algorithms if asked, cuDNN's too on a GPU."""
+    """Seed Python, NumPy and torch with seed + rank (--seed), so that each rank samples and explores with a seed of
+    its own. Deterministic algorithms if asked, cuDNN's too on a GPU."""
     random.seed(args.seed + rank)
     np.random.seed(args.seed + rank)
     torch.manual_seed(args.seed + rank)
@@ -154,7 +210,7 @@ def restore_run(args: Args, ckpt: Optional[dict], agent: nn.Module, optimizer: o
     Adam's state and this rank's random generators restored from it. Under torchrun every rank then starts from
     rank 0's weights."""
     global_step, start_iteration = 0, 1
-    schedule = {"start": 1.0, "from_iteration": 1, "num_iterations": args.num_iterations}
+    schedule = {"scale": 1.0, "num_iterations": args.num_iterations}
     if ckpt is not None:
         restore_agent(agent, ckpt, args.resume)
         optimizer.load_state_dict(ckpt["optimizer"])
@@ -171,11 +227,15 @@ class Stopper:
     """Ctrl-C: stop at the next rollout step or minibatch and save the last complete update (`snapshot`, taken
     after every update), rather than finish the update first as the MLP scripts do. torchrun forwards Ctrl-C to
     its workers and kills them 30 s later (its default), sooner than a CNN update can end on a CPU. The ranks
-    meet in collective calls, so they must stop at the same step: they agree on it through an all-reduce."""
+    meet in collective calls, so they must stop at the same step: they agree on it through an all-reduce, at
+    every AGREE_EVERY-th check only (a collective and a wait for its result each time). On 2 CPU cores 16 checks
+    are about a second of training (a minibatch step takes 44-72 ms, benchmarks/README.md), far inside the 30 s."""
+
+    AGREE_EVERY = 16
 
     def __init__(self, args: Args, rank: int, device: torch.device):
         self.args, self.rank, self.device = args, rank, device
-        self.requested, self.stopped, self.snapshot = False, False, None
+        self.requested, self.stopped, self.snapshot, self.checks = False, False, None, 0
         signal.signal(signal.SIGINT, self.request)
 
     def request(self, signum, frame):
@@ -187,11 +247,14 @@ class Stopper:
                             "(press again to quit without saving)")
 
     def check(self) -> bool:
-        """Whether to stop now: a Ctrl-C reached this rank, or any other (all ranks call this at the same step)."""
-        stop = self.requested
-        if self.args.world_size > 1:
-            stop = all_ranks_mean(torch.tensor(float(stop), device=self.device), self.args).item() > 0
-        self.stopped = self.stopped or stop
+        """Whether to stop now: in one process, whether Ctrl-C was pressed; under torchrun, whether it reached any
+        rank, as they found at their last agreement (all ranks call this at the same steps)."""
+        self.checks += 1
+        if self.args.world_size == 1:
+            self.stopped = self.stopped or self.requested
+        elif self.checks % self.AGREE_EVERY == 0:
+            flag = torch.tensor(float(self.requested), device=self.device)
+            self.stopped = self.stopped or all_ranks_mean(flag, self.args).item() > 0
         return self.stopped
 
 
@@ -213,7 +276,9 @@ def end_of_run(log: RunLog, envs, checkpoint_path: str, stopper: Stopper) -> Non
 
 
 def main() -> None:
-    args = tyro.cli(Args, description=__doc__)
+    args = tyro.cli(one_line_help(Args), description=__doc__)
+    if "" in (args.resume, args.play):  # (an empty path would read as not given: a training instead of a play)
+        fail(f"--{'resume' if args.resume == '' else 'play'} needs the path of a checkpoint, got ''")
     if args.resume and args.play:
         fail("give either --resume or --play, not both")
     ckpt = None

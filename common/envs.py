@@ -2,7 +2,8 @@
 
 - make_env, the wrapper stack of a Discrete-action env with flat observations: ppo_cartpole.py,
   ppo_lunarlander_vec.py
-- make_envs, N envs in one vector env with SAME_STEP autoreset: every script with vector envs
+- make_envs, N envs in one vector env with SAME_STEP autoreset, and worker_start_method, how its async workers
+  start: every script with vector envs
 - make_worker_env, an env as an async worker makes it: ppo_lunarlander_vec.py, ppo_pendulum_continuous.py (the
   pixel lessons' workers also run OpenCV on one thread: common.frames.make_worker_env)
 
@@ -29,10 +30,10 @@ def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None)
     except gym.error.Error as e:  # unknown id, unknown version, missing optional dependency
         fail(f"cannot make --env-id {args.env_id!r}: {e}")
     if not isinstance(env.action_space, gym.spaces.Discrete):
-        fail(f"{args.env_id} has a {type(env.action_space).__name__} action space; this script needs Discrete "
+        fail(f"--env-id {args.env_id} has a {type(env.action_space).__name__} action space; this script needs Discrete "
              "(for continuous actions use ppo_pendulum_continuous.py)")
     if not (isinstance(env.observation_space, gym.spaces.Box) and len(env.observation_space.shape) == 1):
-        fail(f"{args.env_id} observations are {env.observation_space}; this script needs a flat Box "
+        fail(f"--env-id {args.env_id}: its observations are {env.observation_space}; this script needs a flat Box "
              "(for images use ppo_breakout_atari.py)")
     if video_folder:
         # Frames are drawn off-screen (rgb_array): tell SDL not to look for a display, which it would complain of.
@@ -42,28 +43,33 @@ def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None)
 
 
 def make_envs(args: Args) -> gym.vector.VectorEnv:
-    """N copies of make_env in one vector env (main has already made one here, so the env is known to work).
+    """N copies of make_env in one vector env (train() has already made one, for the Agent, so the env is known
+    to work), stepped one after another in this process (sync) or each in a worker process of its own (async).
 
     Autoreset: when one of the N envs ends, the vector env resets it by itself. Gymnasium >= 1.0 does that on
     the NEXT step by default (that step's action is ignored and its "transition" is a reset, which must not
     be trained on). SAME_STEP instead resets it within the step that ended it: the observation returned is
     already the new episode's first, and the one the episode ended on is in info["final_obs"]. Every step
     of the rollout is then a real transition, and truncated episodes can bootstrap from V(final obs).
-
-    Async workers start from a forkserver, not as forks of this process: torch runs a pool of threads here, and
-    a fork copies their locks but not the threads, so a worker could wait forever on a lock that a thread held.
-    The forkserver is a fresh process that has run none of them; each worker is sent its env function pickled,
-    so that is a plain module-level function of args (make_worker_env), which any pickler takes.
     """
     thunk = functools.partial(make_worker_env, args)
     if args.vectorization_mode == "sync":
         return gym.vector.SyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    return gym.vector.AsyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+                                     context=worker_start_method())
+
+
+def worker_start_method() -> str:
+    """How an AsyncVectorEnv starts its workers: from a forkserver, not as forks of this process. torch runs a
+    pool of threads here, and a fork copies their locks but not the threads, so a worker could wait forever on a
+    lock that a thread held. The forkserver is a fresh process that has run none of them; each worker is sent its
+    env function pickled, so that is a plain module-level function of args (make_worker_env), which any pickler
+    takes."""
     start_method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"  # Windows
     # Each worker runs this script's imports again (the script is its __main__): the forkserver imports the slow
     # ones once, before it forks any worker, so that each worker finds them loaded (2 s of torch each, otherwise).
     multiprocessing.set_forkserver_preload(["torch", "torch.utils.tensorboard", "gymnasium", "tyro", "tqdm"])
-    return gym.vector.AsyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-                                     context=start_method)
+    return start_method
 
 
 def make_worker_env(args: Args) -> gym.Env:

@@ -44,7 +44,8 @@ def evaluate(args: Args, agent: Agent, episodes: int, video_folder: Optional[str
 def play(args: Args, ckpt: dict) -> None:
     # A folder of its own for each --play, so that no earlier video is overwritten.
     video_folder = os.path.join(os.path.dirname(os.path.abspath(args.play)), "videos", f"play-{int(time.time())}")
-    agent = Agent(make_env(args), args.hidden_size)
+    with make_env(args) as env:  # one env to read the spaces off
+        agent = Agent(env, args.hidden_size)
     restore_agent(agent, ckpt, args.play)
     returns, _ = evaluate(args, agent, args.episodes, video_folder if args.capture_video else None, verbose=True)
     print(f"mean return over {args.episodes} episodes: {np.mean(returns):.1f} +/- {np.std(returns):.1f}")
@@ -52,10 +53,10 @@ def play(args: Args, ckpt: dict) -> None:
         print(f"videos: {video_folder}")
 
 
-def evaluate_and_log(args: Args, agent: Agent, log: RunLog, run_dir: str, global_step: int) -> None:
+def evaluate_and_log(args: Args, agent: Agent, log: RunLog, videos: str, global_step: int) -> None:
     """Evaluate the greedy policy for --eval-episodes episodes (recorded under videos/eval-<step>/ with
     --capture-video), log the mean return and length, and say it above the progress bar."""
-    video_folder = os.path.join(run_dir, "videos", f"eval-{global_step}") if args.capture_video else None
+    video_folder = os.path.join(videos, f"eval-{global_step}") if args.capture_video else None
     eval_returns, eval_lengths = evaluate(args, agent, args.eval_episodes, video_folder)
     log.scalar("eval/mean_return", np.mean(eval_returns), global_step)
     log.scalar("eval/mean_length", np.mean(eval_lengths), global_step)

@@ -49,11 +49,11 @@ def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarr
         rollout.final_values[step] = 0.0  # terminated: the MDP ended, there is no future reward, V(s_{t+1}) = 0
         if "final_obs" in info:
             # Some envs ended at this step and were already reset (SAME_STEP): next_obs holds the first
-            # observation of their new episode, and info["final_obs"] the one they ended on. A truncated
-            # episode was cut by a time limit in a state that is not terminal, and the agent would have
-            # collected more reward: bootstrap from V(final observation) ([TL]). Termination wins: gymnasium's
-            # TimeLimit also sets truncated on the limit step when the episode terminated there, and then the
-            # MDP ended (V = 0) whatever the clock says.
+            # observation of their new episode, and info["final_obs"] the one they ended on.
+            # A truncated episode was cut by a time limit in a state that is not terminal, and the agent would
+            # have collected more reward: bootstrap from V(final observation) ([TL]). Termination wins:
+            # gymnasium's TimeLimit also sets truncated on the limit step when the episode terminated there,
+            # and then the MDP ended (V = 0) whatever the clock says.
             bootstrap = truncated & ~terminated
             if bootstrap.any():
                 final_obs = np.stack(info["final_obs"][bootstrap]).astype(np.float32)
@@ -72,9 +72,9 @@ def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, 
     """Generalized Advantage Estimation over a rollout, backwards in time. NumPy arrays of shape [T] (or [T, N]).
 
     dones[t] = 1 where an episode ended at step t, by termination or truncation: no advantage flows back
-    across it. final_values[t], read only there, is the V(s_{t+1}) the return should see: 0 when the episode
-    terminated (no future reward), V(final observation) when a time limit truncated it (the agent would have
-    gone on collecting reward, [TL]). last_value = V(s_T), the state after the rollout's last step.
+    across it. final_values[t], read only there, is the V(s_{t+1}) the return should see, as the rollout set it:
+    0 after a termination, V(final observation) after a truncation. last_value = V(s_T), the state after the
+    rollout's last step.
     """
     # V(s_{t+1}) for every step: the next row's value, last_value after the last row, final_values at ends.
     next_values = np.where(dones == 1, final_values, np.concatenate([values[1:], [last_value]]))
@@ -93,7 +93,9 @@ def clipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip_c
     """-L^CLIP, to minimize. L^CLIP = E[min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t)]      (paper eq. 7)
 
     The min makes it a pessimistic bound: once the ratio r_t has moved past 1 + eps (A > 0) or below 1 - eps
-    (A < 0), the clipped term is the smaller one and its gradient is zero (the flat parts of Figure 1).
+    (A < 0), the clipped term is the smaller one and its gradient is zero (the flat parts of Figure 1). That takes
+    away the incentive to move r_t further, not the move itself: a step taken for other samples can still carry
+    it past the range.
     """
     unclipped = ratio * advantages
     clipped = torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef) * advantages
@@ -106,8 +108,9 @@ def clipped_value_loss(newvalue, oldvalue, returns, vf_clip_coef: float) -> torc
 
     Like L^CLIP, a pessimistic bound: a step that moves V further than eps_v from the V that collected the
     data earns no more credit for it. The paper uses the plain squared error; the reference implementations
-    (openai/baselines, CleanRL) clip. [37] ran no ablation of it; it cites Engstrom et al. 2020 (arXiv:2005.12729)
-    and Andrychowicz et al. 2021 (arXiv:2006.05990), who found that it can hurt. `--no-clip-vloss` turns it off.
+    (openai/baselines, CleanRL) clip. [37] ran no ablation of it; it cites Engstrom et al. 2020 (arXiv:2005.12729),
+    who found no evidence that it helps, and Andrychowicz et al. 2021 (arXiv:2006.05990), whose decision C13 found
+    that it hurts. `--no-clip-vloss` turns it off.
     """
     clipped = oldvalue + torch.clamp(newvalue - oldvalue, -vf_clip_coef, vf_clip_coef)
     return 0.5 * torch.max((newvalue - returns) ** 2, (clipped - returns) ** 2).mean()

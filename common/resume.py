@@ -1,6 +1,7 @@
 """What a run carries across a --resume besides its weights and optimizer: the annealing schedule (alpha of the
-paper's Table 5) and every random generator the process draws from. Every script carries a checked copy of each
-function below (`# Copied from common.resume.<name>`; `python -m common.check_copies`)."""
+paper's Table 5, which train() computes as schedule["scale"] * (1 - (i - 1) / num_iterations)) and every random
+generator the process draws from. Every script carries a checked copy of each function below (`# Copied from
+common.resume.<name>`; `python -m common.check_copies`)."""
 
 import random
 
@@ -8,21 +9,16 @@ import numpy as np
 import torch
 
 
-def annealed(iteration: int, schedule: dict) -> float:
-    """alpha_i, the annealing fraction of update i (Table 5's alpha): linear from schedule["start"] at update
-    schedule["from_iteration"] down to 0 after update schedule["num_iterations"]. A new run's schedule is
-    {start 1, from_iteration 1, num_iterations}, so alpha_i = 1 - (i - 1) / num_iterations."""
-    remaining = schedule["num_iterations"] - schedule["from_iteration"] + 1
-    return schedule["start"] * (1.0 - (iteration - schedule["from_iteration"]) / remaining)
-
-
 def resumed_schedule(schedule: dict, iteration: int, num_iterations: int) -> dict:
-    """The annealing schedule of a run resumed after update `iteration`. Same length: it goes on unchanged. A new
-    --total-timesteps: alpha starts from the value the last update had and falls to 0 over the new remainder,
-    so resuming never raises the learning rate (nor an annealed clip range)."""
+    """The annealing schedule of a run resumed after update `iteration`: {"scale", "num_iterations"}, with alpha_i =
+    scale * (1 - (i - 1) / num_iterations) (a new run's scale is 1). Same length: it goes on unchanged. A new
+    --total-timesteps: the scale makes alpha go on from the value the last update had down to 0 over the new
+    length, so resuming never raises the learning rate (nor an annealed clip range)."""
     if schedule["num_iterations"] == num_iterations:
         return schedule
-    return {"start": annealed(iteration, schedule), "from_iteration": iteration + 1, "num_iterations": num_iterations}
+    last = schedule["scale"] * (1.0 - (iteration - 1) / schedule["num_iterations"])  # alpha of update `iteration`
+    # scale' * (1 - iteration / num_iterations) = last: update iteration + 1 starts where update `iteration` was
+    return {"scale": last * num_iterations / (num_iterations - iteration), "num_iterations": num_iterations}
 
 
 def rng_states(device: torch.device) -> dict:

@@ -5,7 +5,8 @@
 - explained_variance: the critic's diagnostic logged after every update: every script
 - seed_everything, restore_run, CtrlC, end_of_run: the scripts that train in one process (ppo_cartpole.py,
   ppo_lunarlander_vec.py, ppo_pendulum_continuous.py); the torchrun scripts have twins in common.distributed
-- run_folder: every script
+- run_folder, videos_folder: every script
+- adam, torch's Adam with its update batched over the parameter tensors: every script
 
 Like wrappers.py and resume.py, this module holds the originals of checked copies and no script imports it: each copy sits in
 its script under `# Copied from common.runs.<name>`, `python -m common.check_copies` fails when one drifts and
@@ -39,8 +40,16 @@ def run_folder(args: Args) -> str:
     return os.path.join("runs", f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}")
 
 
+
+def videos_folder(args: Args, run_dir: str) -> str:
+    """Where --capture-video records: the run folder's videos/, and for a resumed run a folder of its own in it
+    (videos/resume-<unix time>/): RecordVideo numbers the episodes from 0 again, and in videos/ itself it would
+    overwrite what the run recorded before it stopped."""
+    videos = os.path.join(run_dir, "videos")
+    return os.path.join(videos, f"resume-{int(time.time())}") if args.resume else videos
+
 def seed_everything(args: Args) -> torch.device:
-    """Seed Python, NumPy and torch, so that the same seed gives the same run on the CPU; return the device."""
+    """Seed Python, NumPy and torch (--seed), deterministic algorithms if asked; return the device to train on."""
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -53,7 +62,7 @@ def restore_run(args: Args, ckpt: Optional[dict], agent: nn.Module, optimizer: o
     """(global_step, first update, annealing schedule) of a new run; resuming, the checkpoint's, with the weights,
     the optimizer's state and the random generators restored from it."""
     if ckpt is None:
-        return 0, 1, {"start": 1.0, "from_iteration": 1, "num_iterations": args.num_iterations}
+        return 0, 1, {"scale": 1.0, "num_iterations": args.num_iterations}
     restore_agent(agent, ckpt, args.resume)
     optimizer.load_state_dict(ckpt["optimizer"])
     restore_rng(ckpt["rng"], device)
@@ -133,3 +142,9 @@ def end_of_run(log: RunLog, envs, checkpoint_path: str, global_step: int, stoppe
     print(f"watch it: python {SCRIPT} --play {checkpoint_path} --capture-video")
     if stopped:
         raise SystemExit(130)
+
+
+def adam(parameters, lr: float, eps: float) -> optim.Adam:
+    """torch's Adam, its update done in a few batched operations over all the parameter tensors together (foreach)
+    instead of a Python loop over them."""
+    return optim.Adam(parameters, lr=lr, eps=eps, foreach=True)

@@ -9,13 +9,15 @@ copy of each wrapper it needs, directly under a marker comment
 a copy has drifted from the original below, and ``python -m common.check_copies --fix`` rewrites the copies.
 
 CartPole, LunarLander and Pendulum need no wrapper beyond gymnasium's own. Below: the Atari preprocessing
-stack of Mnih et al. 2015 (Nature DQN) as the PPO paper used it for Atari, in the order a script applies
-them: NoopReset, MaxAndSkip, EpisodicLife, FireReset, GrayscaleResize, ClipReward, FrameStack. Each is tested
-against gymnasium's own equivalent (tests/test_atari_wrappers.py), and where one deliberately differs, its
-docstring and its test say how and why. Then Super Mario Bros (ppo_mario_cnn.py, tests/test_mario.py):
-ToGymnasium, which gives the script a gymnasium env whichever API the installed gym-super-mario-bros speaks,
-and MarioReward, the reward shaping of uvipen/Super-mario-bros-PPO-pytorch (src/env.py, CustomReward); Mario
-reuses MaxAndSkip, GrayscaleResize and FrameStack.
+stack of Mnih et al. 2015 (Nature DQN) as openai/baselines implements it (baselines/common/atari_wrappers.py),
+with two of baselines' own additions: FIRE pressed on reset, and the game carried on after a lost life rather
+than restarted. In the order a script applies them: NoopReset, MaxAndSkip, EpisodicLife, FireReset,
+GrayscaleResize, ClipReward, FrameStack. Each is tested against gymnasium's own equivalent
+(tests/test_atari_wrappers.py), and where one deliberately differs, its docstring and its test say how and why.
+Then Super Mario Bros (ppo_mario_cnn.py, tests/test_mario.py): ToGymnasium, which gives the script a gymnasium
+env whichever API the installed gym-super-mario-bros speaks, and MarioReward, the reward shaping of
+uvipen/Super-mario-bros-PPO-pytorch (src/env.py, CustomReward) less its level-specific and time-limit terms;
+Mario reuses MaxAndSkip, GrayscaleResize and FrameStack.
 """
 
 import collections
@@ -229,16 +231,18 @@ class ToGymnasium(gym.Env):
 
 
 class MarioReward(gym.Wrapper):
-    """The reward shaping of uvipen/Super-mario-bros-PPO-pytorch (src/env.py, CustomReward) for Super Mario
-    Bros, on the env's own reward r (x progress, clock and death penalties): r + (score gained) / 40, then +50
-    when the episode ends with the flag reached and -50 when it ends otherwise (Mario died), all divided by 10.
-    Points (coins, enemies, blocks) pay a little, the goal pays most, and the division by 10 scales the
-    returns the value function has to fit down by as much.
+    """The terms of uvipen/Super-mario-bros-PPO-pytorch's reward shaping (src/env.py, CustomReward) that apply on
+    every level, on the env's own reward r (x progress, clock and death penalties): r + (score gained) / 40, then
+    +50 when the episode ends with the flag reached and -50 when Mario dies, all divided by 10. Points (coins,
+    enemies, blocks) pay a little, the goal pays most, and the division by 10 scales the returns the value
+    function has to fit down by as much.
     (ToGymnasium below gives r as gym-super-mario-bros 7.x defines it on 9.x too, whose own reward pays points
     and the flag itself.)
 
-    Reads info["score"] and info["flag_get"] of each step; put it above MaxAndSkip, where a step's score
-    difference covers its 4 frames. A truncated episode (a time limit, not a death) gets neither +50 nor -50."""
+    Not taken from CustomReward: its -50 at any episode end without the flag, a time limit's included (here a
+    truncated episode gets neither +50 nor -50), and its terms for the maze levels 4-4 and 7-4, which end the
+    episode with -50 where Mario takes a wrong path. Reads info["score"] and info["flag_get"] of each step; put it
+    above MaxAndSkip, where a step's score difference covers its 4 frames."""
 
     def __init__(self, env: gym.Env):
         super().__init__(env)

@@ -20,8 +20,8 @@ import torch
 import torch.nn as nn
 
 ROOT = Path(__file__).resolve().parent.parent
-# A new run's annealing schedule (see `annealed` in the scripts), for checkpoints written by hand.
-SCHEDULE = {"start": 1.0, "from_iteration": 1, "num_iterations": 1}
+# A new run's annealing schedule (see `resumed_schedule` in the scripts), for checkpoints written by hand.
+SCHEDULE = {"scale": 1.0, "num_iterations": 1}
 # The TensorBoard tags every script logs, named as CleanRL names them so runs compare with published ones.
 CLEANRL_TAGS = {
     "charts/episodic_return", "charts/episodic_length", "charts/learning_rate", "charts/SPS",

@@ -118,12 +118,24 @@ MUTATIONS = [
              [("# eps 1e-5 instead of Adam's default 1e-8", "# eps=1e-5 instead of Adam's default 1e-8")],
              ["tests/test_details_map.py"], after=["-m", "common.details_map", "--write"]),
     Mutation("annealing-off-by-one", "annealing: alpha_i = 1 - i / N instead of 1 - (i - 1) / N",
-             [('(iteration - schedule["from_iteration"]) / remaining',
-               '(iteration - schedule["from_iteration"] + 1) / remaining')],
+             [('frac = schedule["scale"] * (1.0 - (iteration - 1) / args.num_iterations)',
+               'frac = schedule["scale"] * (1.0 - iteration / args.num_iterations)')],
+             ["tests/test_cartpole.py::test_train_resume_play"]),
+    Mutation("resumed-annealing-drops", "a run resumed with a larger --total-timesteps: the scale set to alpha's "
+             "last value, so alpha drops at the resume instead of going on from it",
+             [("last * num_iterations / (num_iterations - iteration)", "last")],
              [CORE + "test_annealing_fresh_and_resumed"]),
+    Mutation("gradients-summed-over-ranks", "torchrun: the ranks' gradients summed, not averaged",
+             [("flat = all_ranks_mean(torch.cat([grad.reshape(-1) for grad in grads]), args)",
+               "flat = torch.cat([grad.reshape(-1) for grad in grads])\n    dist.all_reduce(flat)")],
+             ["tests/test_distributed.py::test_gradients_are_averaged_in_one_all_reduce"]),
     Mutation("rng-restore-forgets-numpy", "restore_rng does not put NumPy's generator back",
              [("np.random.set_state((np_state[0], np.array(np_state[1], dtype=np.uint32), *np_state[2:]))", "pass")],
              [CORE + "test_rng_states_round_trip"]),
+    Mutation("entropy-bonus-sign-flipped", "the loss: + c2 S instead of - c2 S, the entropy penalized (the suite's "
+             "only check of that sign: the fingerprint, whose values it moves by 4 times their tolerance)",
+             [("- args.ent_coef * entropy_loss", "+ args.ent_coef * entropy_loss")],
+             ["tests/test_fingerprint.py::test_every_script_logs_what_its_fingerprint_recorded"]),
 ]
 
 

@@ -178,6 +178,31 @@ def test_train_resume_play(tmp_path):
     assert len(videos) == 2 and all(v.stat().st_size > 0 for v in videos)
 
 
+def test_resume_keeps_its_learning_rate_and_the_earlier_videos(tmp_path, capsys, monkeypatch):
+    result = run_script(SCRIPT, *TINY, "--capture-video", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    (run_dir,) = run_dirs(tmp_path)
+    checkpoint = str(run_dir / "checkpoint.pt")
+    earlier = {video: video.read_bytes() for video in (run_dir / "videos").glob("*.mp4")}
+    assert len(earlier) >= 2  # training episodes 0 and 1 at least
+    # The learning rate goes on from Adam's state and the schedule: another value would be ignored
+    # (--no-anneal-lr) or raise it, so it is refused, as is turning the annealing off or on.
+    monkeypatch.chdir(tmp_path)
+    for flag, given, saved in (("--learning-rate", "1e-3", "0.004"), ("--no-anneal-lr", None, "True")):
+        name = flag.replace("--no-", "--")
+        expect_usage_error(ppo, capsys, monkeypatch, ["--resume", checkpoint, "--total-timesteps", "1024", flag,
+                                                      *([given] if given else [])],
+                           f"{name} cannot change on --resume ({saved} in {checkpoint}, ")
+    # A resumed run records into a folder of its own: RecordVideo numbers episodes from 0 again, and the
+    # videos the run made before it stopped stay as they were.
+    result = run_script(SCRIPT, "--resume", checkpoint, "--total-timesteps", "1024", "--capture-video",
+                        cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert {video: video.read_bytes() for video in (run_dir / "videos").glob("*.mp4")} == earlier
+    resumed = list((run_dir / "videos").glob("resume-*/*.mp4"))
+    assert resumed and {video.name for video in resumed} <= {video.name for video in earlier}
+
+
 def test_same_seed_same_losses(tmp_path):
     runs = []
     for name in ("a", "b"):

@@ -20,7 +20,7 @@ def save(ppo, path, global_step):
     args = ppo.Args(env_id="CountingContinuousTest-v0" if continuous else "CountingTest-v0", hidden_size=8)
     agent = ppo.Agent(ppo.make_env(args), args.hidden_size)
     optimizer = torch.optim.Adam(agent.parameters())
-    schedule = {"start": 1.0, "from_iteration": 1, "num_iterations": 4}
+    schedule = {"scale": 1.0, "num_iterations": 4}
     extra = (ppo.RewardScaler(args.num_envs, args.gamma), 1.0) if continuous else ()
     ppo.save_checkpoint(str(path), args, agent, optimizer, global_step, 1, schedule, *extra)
 

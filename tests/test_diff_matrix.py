@@ -1,10 +1,13 @@
 """common/diff_matrix.py: changed lines counted by hand on small files, copied blocks found by their markers, and
 the repository's neighbouring pairs within their bounds."""
 
+import shutil
 from pathlib import Path
 
+import pytest
+
 from common.check_copies import copied_spans
-from common.diff_matrix import NEIGHBOURS, Count, code_lines, count_changes, main, matrix
+from common.diff_matrix import NEIGHBOURS, Count, code_lines, count_changes, gnu_diff_count, main, matrix
 from conftest import ROOT
 
 A = '''import os
@@ -108,9 +111,12 @@ def test_readme_shows_todays_matrix_and_pair_counts():
     assert readme[readme.index(BEGIN) + len(BEGIN):readme.index(END)].strip() == markdown(scripts, counts)
     for a, b in NEIGHBOURS:
         count = counts[tuple(sorted((a, b)))]
-        heading = re.search(rf"\*\*`{re.escape(a)}` -> `{re.escape(b)}`\*\* \((\d+) lines, (\d+) of code", readme)
-        assert heading, f"README has no heading for {a} -> {b}"
+        heading = re.search(rf"\*\*`{re.escape(a)}` -> `{re.escape(b)}`\*\* \((\d+) lines, (\d+) of code[^)]*?"
+                            rf"`diff`: (\d+)\)", readme)
+        assert heading, f"README has no heading for {a} -> {b} (with its counts and its `diff` count)"
         assert (int(heading[1]), int(heading[2])) == (count.outside, count.code), (a, b)
+        if shutil.which("diff"):  # GNU diff's own count, quoted beside the matrix's
+            assert int(heading[3]) == gnu_diff_count(ROOT / a, ROOT / b), (a, b)
 
 
 def test_neighbours_are_the_pairs_the_docstrings_name():
@@ -127,3 +133,12 @@ def test_neighbours_are_the_pairs_the_docstrings_name():
     readme = (ROOT / "README.md").read_text()
     for a, b in NEIGHBOURS:
         assert f"**`{a}` -> `{b}`**" in readme, (a, b)
+
+
+def test_gnu_diff_count_counts_the_lines_diff_removes_and_adds(tmp_path: Path):
+    if not shutil.which("diff"):
+        pytest.skip("no diff on the PATH")
+    (tmp_path / "a.py").write_text(A)
+    (tmp_path / "b.py").write_text(B)
+    # "return 1" -> "return 2" (1 removed, 1 added), 'print("a")' -> two lines (1 removed, 2 added)
+    assert gnu_diff_count(tmp_path / "a.py", tmp_path / "b.py") == 5

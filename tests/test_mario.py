@@ -461,9 +461,10 @@ def test_torchrun_resume_gives_each_rank_its_own_random_state(tmp_path):
     "argv, fragment",
     [
         (["--env-id", "BreakoutNoFrameskip-v4"], "is not a Super Mario Bros game; this script plays"),
-        (["--world", "9"], "SuperMarioBros-v0 has worlds 1-8 and stages 1-4, got --world 9 --stage 1"),
-        (["--stage", "5"], "has worlds 1-8 and stages 1-4"),
-        (["--env-id", "SuperMarioBrosLostLevels-v0", "--world", "13"], "has worlds 1-12"),
+        (["--env-id", "SuperMarioBrosLostLevels-v0"], "is not a Super Mario Bros game"),  # (not the library's id)
+        (["--world", "9"], "SuperMarioBros-v0 has no level --world 9 --stage 1 to start at"),
+        (["--stage", "5"], "has no level --world 1 --stage 5"),
+        (["--env-id", "SuperMarioBros2-v0", "--world", "14"], "SuperMarioBros2-v0 has no level --world 14"),
         (["--train-pi-iters", "0"], "--train-pi-iters must be positive"),
         (["--vf-learning-rate", "0"], "--vf-learning-rate must be positive"),
         (["--num-envs", "2", "--num-steps", "16", "--minibatch-size", "64"], "larger than the rollout"),
@@ -489,6 +490,6 @@ def test_bad_checkpoints(capsys, monkeypatch, tmp_path):
     optimizers = ppo.Optimizers(pi=torch.optim.Adam(agent.actor_parameters()),
                                 vf=torch.optim.Adam(agent.critic_parameters()))
     ppo.save_checkpoint(str(real), ppo.checkpoint_state(args, agent, optimizers, 0, 0, SCHEDULE))
-    expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(real), "--env-id", "SuperMarioBrosLostLevels-v0"],
-                       "holds a policy for SuperMarioBros-v0, not for --env-id SuperMarioBrosLostLevels-v0")
+    expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(real), "--env-id", "SuperMarioBros2-v0"],
+                       "holds a policy for SuperMarioBros-v0, not for --env-id SuperMarioBros2-v0")
     expect_usage_error(ppo, capsys, monkeypatch, ["--play", str(real), "--action-type", "complex"], "does not fit")

@@ -213,6 +213,40 @@ def test_normalized_observations_are_clipped():
     assert normalized[0, 2].item() == pytest.approx(10.0) and normalized[1, 2].item() == pytest.approx(-0.5, rel=1e-3)
 
 
+def test_no_norm_obs_is_the_identity_in_training_and_play(tmp_path, monkeypatch):
+    # --no-norm-obs: the networks see the observations as they are, beyond +-norm_clip too (MuJoCo's can be),
+    # in the agent train() builds and in the one --play builds.
+    import signal
+    import sys
+
+    built = []
+
+    class Recorded(ppo.Agent):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            built.append(self)
+
+    monkeypatch.setattr(ppo, "Agent", Recorded)
+    monkeypatch.chdir(tmp_path)
+    tiny = ["--env-id", "CountingContinuousTest-v0", "--num-envs", "2", "--num-steps", "6", "--minibatch-size", "6",
+            "--total-timesteps", "12", "--hidden-size", "8", "--vectorization-mode", "sync", "--eval-every", "0"]
+    for argv in ([*tiny, "--no-norm-obs"], ["--play", None, "--episodes", "1"]):
+        if argv[1] is None:
+            (argv[1],) = map(str, tmp_path.glob("runs/*/checkpoint.pt"))
+        monkeypatch.setattr(sys, "argv", [ppo.SCRIPT, *argv])
+        threads = torch.get_num_threads()
+        try:
+            ppo.main()
+        finally:  # (main() sets one thread, train() a Ctrl-C handler)
+            torch.set_num_threads(threads)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+    x = torch.tensor([[50.0, -50.0, 0.5]])
+    assert len(built) == 2 and all(torch.equal(agent.normalize(x[:, :agent.obs_rms.mean.numel()]),
+                                               x[:, :agent.obs_rms.mean.numel()]) for agent in built)
+    # With the default --norm-obs the same input is clipped to +-norm_clip.
+    assert make_agent().normalize(x).abs().max().item() == pytest.approx(10.0)
+
+
 class RewardStreamEnv(gym.Env):
     """Hands out the given rewards one per step, and never ends an episode."""
 

@@ -5,8 +5,9 @@ The bars (issue 16), measured on the files as they are:
 - train() is at most 90 code lines in the MLP scripts (Pendulum: 100, see BOUNDS) and 120 in the CNN scripts
   (code lines: docstrings, comments and blank lines removed, as common.diff_matrix counts them);
 - Args lists the PPO hyperparameters before the flags that run the script;
-- one marked section after train() holds the plumbing a first read may skip (bad-input checks, checkpoints,
-  evaluation and play, Ctrl-C, torchrun), and main() comes last.
+- one marked section after train() holds the plumbing a first read may skip (device and process settings, the
+  async workers' start and signals, bad-input checks, checkpoints, evaluation and play, Ctrl-C, torchrun, the
+  --help texts), and main() comes last.
 """
 
 import ast
@@ -25,7 +26,8 @@ BOUNDS = {"ppo_pendulum_continuous.py": 100}
 SKIPPABLE = "skippable on a first read"
 # Definitions a learner may skip: they must come after the skippable marker, wherever a script has them.
 PLUMBING = {"fail", "check_args", "check_resume", "save_checkpoint", "load_checkpoint", "checkpoint_state",
-            "args_from_checkpoint", "restore_agent", "evaluate", "play", "setup_distributed", "Stopper", "Silent"}
+            "args_from_checkpoint", "restore_agent", "evaluate", "play", "setup_distributed", "Stopper", "Silent",
+            "adam", "worker_start_method", "make_worker_env", "one_line_help"}
 PPO_FIELDS = ["learning_rate", "num_steps", "gamma", "gae_lambda", "update_epochs", "clip_coef", "ent_coef",
               "vf_coef", "max_grad_norm"]
 RUN_FIELDS = ["exp_name", "seed", "torch_deterministic", "cuda", "capture_video", "checkpoint_every", "resume",
@@ -69,11 +71,16 @@ def test_args_put_the_hyperparameters_before_the_running_flags(script):
 
 @pytest.mark.parametrize("script", MLP + CNN)
 def test_plumbing_is_fenced_off_below_train_and_main_is_last(script):
-    _, lines, defs = top_level(script)
+    source, lines, defs = top_level(script)
     train = defs["train"]
     markers = [n for n, line in enumerate(lines, start=1) if line.startswith("#") and SKIPPABLE in line]
     assert len(markers) == 1, f"{script}: one comment line saying '{SKIPPABLE}' marks the plumbing section"
     assert markers[0] > train.end_lineno, f"{script}: the plumbing section starts before train() ends"
     early = sorted(name for name in PLUMBING & set(defs) if defs[name].lineno < markers[0])
     assert not early, f"{script}: plumbing above the skippable section: {early}"
+    # The cuBLAS setting for CUDA's deterministic mode is plumbing too: set at import, below the marker.
+    (cublas,) = [n for n, line in enumerate(lines, start=1)
+                 if "CUBLAS_WORKSPACE_CONFIG" in line and "setdefault" in line]
+    assert cublas > markers[0], f"{script}: CUBLAS_WORKSPACE_CONFIG is set above the skippable section"
+    assert "foreach=" not in source[:source.index(lines[markers[0] - 1])], f"{script}: foreach= above the plumbing"
     assert max(defs.values(), key=lambda node: node.lineno).name == "main", f"{script}: main() is not last"

@@ -16,7 +16,7 @@ from conftest import ROOT, StubAgent
 MODULES = ["ppo_cartpole", "ppo_lunarlander_vec", "ppo_pendulum_continuous", "ppo_breakout_atari", "ppo_mario_cnn"]
 VECTOR_MODULES = MODULES[1:]
 # Functions whose copies must read the same in every script that has one.
-IDENTICAL = ["compute_gae", "clipped_surrogate_loss", "clipped_value_loss", "annealed", "resumed_schedule",
+IDENTICAL = ["compute_gae", "clipped_surrogate_loss", "clipped_value_loss", "resumed_schedule",
              "rng_states", "restore_rng"]
 
 
@@ -152,14 +152,21 @@ def test_rollout_episode_ends_by_hand(script):
 @pytest.mark.parametrize("script", MODULES)
 def test_annealing_fresh_and_resumed(script):
     ppo = module(script)
-    fresh = {"start": 1.0, "from_iteration": 1, "num_iterations": 4}
-    assert [ppo.annealed(i, fresh) for i in (1, 2, 3, 4)] == [1.0, 0.75, 0.5, 0.25]
+
+    def alpha(i, schedule):  # as train() computes it
+        return schedule["scale"] * (1.0 - (i - 1) / schedule["num_iterations"])
+
+    fresh = {"scale": 1.0, "num_iterations": 4}
+    assert [alpha(i, fresh) for i in (1, 2, 3, 4)] == [1.0, 0.75, 0.5, 0.25]
     # Resumed after update 2 with the same length: the schedule goes on unchanged.
     assert ppo.resumed_schedule(fresh, 2, 4) == fresh
     # Resumed after update 4 for 4 more updates (8 in all): from the last update's 0.25 down toward 0, never up.
     longer = ppo.resumed_schedule(fresh, 4, 8)
-    assert longer == {"start": 0.25, "from_iteration": 5, "num_iterations": 8}
-    assert [ppo.annealed(i, longer) for i in (5, 6, 7, 8)] == [0.25, 0.1875, 0.125, 0.0625]
+    assert longer == {"scale": 0.5, "num_iterations": 8}
+    assert [alpha(i, longer) for i in (5, 6, 7, 8)] == [0.25, 0.1875, 0.125, 0.0625]
+    # Resumed again, after update 6, for 12 in all: on from 0.1875, down to 0 after update 12.
+    again = ppo.resumed_schedule(longer, 6, 12)
+    assert [round(alpha(i, again), 12) for i in (7, 9, 12)] == [0.1875, 0.1875 * 4 / 6, 0.1875 / 6]
 
 
 # ---------------------------------------------------------------------------------------------------------
