@@ -129,12 +129,13 @@ class Args:
 
     # --- PPO hyperparameters (same order in every script) ---
     learning_rate: float = 1e-4
-    """the policy's Adam step size at the start of training (Spinning Up's pi_lr)"""
+    """the policy's Adam step size at the start of training (Spinning Up's pi_lr, 3e-4 there; [UV] trains its one
+    network at 1e-4)"""
     vf_learning_rate: float = 1e-4
     """the value function's Adam step size at the start of training (Spinning Up's vf_lr, 1e-3 there; [UV] trains its
     one network at 1e-4)"""
     anneal_lr: bool = True
-    """anneal both learning rates linearly to 0 over the run"""
+    """anneal both learning rates linearly to 0 over the run ([UV] and Spinning Up keep theirs constant)"""
     num_steps: int = 512  # [UV]'s 512: 8 x 512 = 4096 samples, about Spinning Up's 4000 an epoch
     """T, the horizon: steps each env runs per rollout, between two updates (paper: 128 to 2048)"""
     gamma: float = 0.9  # [UV]'s 0.9: about 10 steps (40 frames) ahead
