@@ -21,10 +21,13 @@ draw other per-episode and per-evaluation scalars instead (Mario: `charts/x_pos`
 --label names a configuration (a row's `label`, the CSV's default name); --compare draws several benchmark
 CSVs (say, one per objective) into one --plot, one colour per CSV, each as its mean and min-max band.
 
-Two CSVs per benchmark: <name>.csv, one row per seed (the measures above), and <name>-curves.csv, the learning
+Three CSVs per benchmark: <name>.csv, one row per seed (the measures above), <name>-curves.csv, the learning
 curves themselves: one row per finished training episode (--tag) and per evaluation (--eval-tag), with the
-script, env, seed, env steps, wall seconds from launch and the value. The plots are drawn from the curves CSV,
-so a committed result can be redrawn (--compare) after its run folders are gone.
+script, env, seed, env steps, wall seconds from launch and the value, and <name>-diagnostics.csv, the spread of
+the update's diagnostics (--diagnostic-tags: approx_kl, clipfrac, explained_variance, entropy, value_loss) per
+seed: count, min, 5th percentile, median, 95th percentile and max, over the whole run and over its second half.
+The plots are drawn from the curves CSV, so a committed result can be redrawn (--compare) after its run
+folders are gone; --diagnostics prints the diagnostics CSV's ranges over the seeds, the same way.
 
 Timing: seconds are counted from just before the process is launched, so Python start-up, imports and env
 construction count: that is what a user waits for. "Training seconds" count from the run's first TensorBoard
@@ -45,6 +48,9 @@ Usage:
         benchmarks/results/ppo_pendulum_continuous-kl.csv --plot benchmarks/results/ppo_pendulum_continuous.png
     python benchmarks/benchmark.py --script - --summary benchmarks/results/ppo_cartpole.csv \
         benchmarks/results/ppo_lunarlander_vec.csv      # README's results table, one row per CSV
+    python benchmarks/benchmark.py --script - --summary benchmarks/results/ppo_cartpole.csv \
+        --at-steps 10000 25000 50000         # and the curve at these env steps (rolling mean, wall seconds)
+    python benchmarks/benchmark.py --script - --diagnostics benchmarks/results/diagnostics/ppo_cartpole-diagnostics.csv
 """
 
 import csv
@@ -64,6 +70,10 @@ from tyro.conf import Positional
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SPS_TAG = "charts/SPS"
+# Logged once per update by every script: how far the update moved pi (approx_kl, clipfrac), how well V fits
+# the returns (explained_variance, value_loss) and how random pi still is (entropy).
+DIAGNOSTIC_TAGS = ("losses/approx_kl", "losses/clipfrac", "losses/explained_variance", "losses/entropy",
+                   "losses/value_loss")
 
 
 @dataclass
@@ -102,6 +112,14 @@ class Args:
     summary: tuple[Path, ...] = ()
     """skip running: print one results-table row per benchmark CSV (README's results table): env steps, seeds,
     final return and the final policy's --play return as mean +/- std over the seeds, wall seconds and SPS"""
+    at_steps: tuple[int, ...] = ()
+    """with --summary: also each CSV's learning curve at these env steps, from its curves CSV: the rolling mean
+    of --window training episodes (mean, min and max over the seeds) and the wall seconds from launch"""
+    diagnostic_tags: tuple[str, ...] = DIAGNOSTIC_TAGS
+    """TensorBoard scalars logged once per update whose spread per seed goes to <name>-diagnostics.csv"""
+    diagnostics: tuple[Path, ...] = ()
+    """skip running: print the ranges of the diagnostics recorded in these <name>-diagnostics.csv files, one row
+    per tag and part of the run (the whole run, its second half), over the seeds"""
     from_logs: tuple[str, ...] = ()
     """skip running: analyse the existing run folders matching these glob patterns (relative to --workdir)"""
     play_episodes: int = 0
@@ -207,6 +225,69 @@ def summarize(
         logged_sps=statistics.fmean(logged_sps) if logged_sps else None,
         train_seconds_to_threshold=crossing[1] - train_start if crossing and train_start is not None else None,
     )
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0 <= q <= 100) of the values, interpolated linearly between the two nearest ranks
+    (numpy's default): position q / 100 * (n - 1) in the sorted values."""
+    ordered = sorted(values)
+    position = q / 100 * (len(ordered) - 1)
+    below = int(position)
+    above = min(below + 1, len(ordered) - 1)
+    return ordered[below] + (ordered[above] - ordered[below]) * (position - below)
+
+
+def spread(values: list[float]) -> dict:
+    """count, min, 5th percentile, median, 95th percentile and max of a non-empty list of values."""
+    return {"count": len(values), "min": min(values), "p5": percentile(values, 5),
+            "median": percentile(values, 50), "p95": percentile(values, 95), "max": max(values)}
+
+
+def curve_at(points: list[dict], tag: str, window: int, step: int) -> dict[str, tuple[float, float]]:
+    """{seed: (rolling mean, wall seconds)} of each seed's curve at env step `step`: the mean of the last `window`
+    training values of `tag` at the last episode that finished at or before it, and that episode's wall seconds;
+    seeds (keyed as strings) with no episode finished by then are left out. `points` as in a curves CSV."""
+    curves: dict[str, list[dict]] = {}
+    for point in points:
+        if point["kind"] == "training" and point["tag"] == tag:
+            curves.setdefault(str(point["seed"]), []).append(point)
+    found = {}
+    for seed, episodes in curves.items():
+        done = [episode for episode in episodes if episode["env_steps"] <= step]
+        if done:
+            last = [episode["value"] for episode in done[-window:]]
+            found[seed] = (statistics.fmean(last), done[-1]["wall_seconds"])
+    return found
+
+
+def diagnostic_spreads(scalars: dict[str, list[ScalarEvent]], tags: tuple[str, ...]) -> list[dict]:
+    """One row per tag the run logged and per part of the run: "all" its values, "second half" the later half of
+    them (values[n // 2:], the middle one included when n is odd), in logging order (one value per update)."""
+    rows = []
+    for tag in tags:
+        values = [event.value for event in scalars.get(tag, [])]
+        if not values:
+            continue
+        for part, part_values in (("all", values), ("second half", values[len(values) // 2 :])):
+            rows.append({"tag": tag, "part": part, **spread(part_values)})
+    return rows
+
+
+def diagnostic_ranges(rows: list[dict]) -> list[dict]:
+    """The rows of a diagnostics CSV (numbers as numbers) summed up over the seeds, one row per label, tag and
+    part in first-seen order: the seeds, the counts, the lowest min and 5th percentile, the median of the
+    medians, the highest 95th percentile and max: [p5, p95] is the band that the middle 90% of every seed's
+    values fall in."""
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        groups.setdefault((row.get("label", ""), row["tag"], row["part"]), []).append(row)
+    return [
+        {"label": label, "tag": tag, "part": part, "seeds": [row["seed"] for row in group],
+         "counts": [row["count"] for row in group], "min": min(row["min"] for row in group),
+         "p5": min(row["p5"] for row in group), "median": statistics.median(row["median"] for row in group),
+         "p95": max(row["p95"] for row in group), "max": max(row["max"] for row in group)}
+        for (label, tag, part), group in groups.items()
+    ]
 
 
 def parse_run_name(run_dir: Path) -> tuple[str, int]:
@@ -373,14 +454,16 @@ def summary_lines(
     return lines
 
 
-def write_csv(path: Path, rows: list[dict]) -> None:
+def write_csv(path: Path, rows: list[dict], significant: bool = False) -> None:
+    """The rows to a CSV, floats to 3 decimals (plenty for seconds, returns and SPS) or, with `significant`, to
+    4 significant digits (a KL of 0.0012 would keep one); None becomes an empty cell."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         for row in rows:
-            # 3 decimals are plenty for seconds, returns and SPS; None becomes an empty cell
-            writer.writerow({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()})
+            writer.writerow({k: (float(f"{v:.4g}") if significant else round(v, 3)) if isinstance(v, float) else v
+                             for k, v in row.items()})
 
 
 def curves_path(csv_path: Path) -> Path:
@@ -405,6 +488,29 @@ def read_points(args: Args, run_dir: Path, start_time: float | None = None, labe
         for kind, tag in (("training", args.tag), ("evaluation", args.eval_tag))
         for event in scalars.get(tag, [])
     ]
+
+
+def diagnostics_path(csv_path: Path) -> Path:
+    """Where the diagnostics of the runs in a results CSV live: beside it, as <stem>-diagnostics.csv."""
+    return csv_path.with_name(f"{csv_path.stem}-diagnostics.csv")
+
+
+def read_diagnostics(args: Args, run_dir: Path) -> list[dict]:
+    """The run's diagnostics CSV rows: the spread of every --diagnostic-tags scalar it logged (diagnostic_spreads)."""
+    env_id, seed = parse_run_name(run_dir)
+    return [
+        {"script": Path(args.script).name, "label": args.label, "env_id": env_id, "seed": seed, **row}
+        for row in diagnostic_spreads(read_scalars(run_dir)[0], args.diagnostic_tags)
+    ]
+
+
+def load_diagnostics(path: Path) -> list[dict]:
+    """A diagnostics CSV back as rows with numbers (the inverse of write_csv on read_diagnostics' rows)."""
+    with open(path) as f:
+        return [
+            {**row, "count": int(row["count"]), **{key: float(row[key]) for key in ("min", "p5", "median", "p95", "max")}}
+            for row in csv.DictReader(f)
+        ]
 
 
 def load_points(path: Path) -> list[dict]:
@@ -587,6 +693,58 @@ def summary(args: Args) -> int:
         except (RunFailed, FileNotFoundError, KeyError, ValueError) as error:
             print(f"--summary: cannot read {path}: {error}", file=sys.stderr)
             return 1
+    if args.at_steps:
+        print()
+        print(f"| script | env steps | tag | seeds | mean of the last {args.window} training episodes, mean over the "
+              "seeds (min - max) | wall s from launch, mean over the seeds |")
+        print("|---|---|---|---|---|---|")
+        for path in args.summary:
+            try:
+                with open(path) as f:
+                    rows = list(csv.DictReader(f))
+                points = load_points(curves_path(path))
+                tag = next(point["tag"] for point in points if point["kind"] == "training")
+            except (FileNotFoundError, KeyError, ValueError, StopIteration) as error:
+                print(f"--at-steps: cannot read the curves of {path}: {error!r}", file=sys.stderr)
+                return 1
+            script = rows[0]["script"] + (f" ({rows[0]['label']})" if rows[0].get("label") else "")
+            trained = {row["seed"]: int(row["total_steps"]) for row in rows}
+            for step in args.at_steps:
+                # a seed counts up to the steps it trained for: past them its curve has no point to give
+                found = {seed: at for seed, at in curve_at(points, tag, args.window, step).items()
+                         if trained.get(seed, 0) >= step}
+                if not found:
+                    print(f"| `{script}` | {step:,} | {tag} | - | - | - |")
+                    continue
+                means = [mean for mean, _ in found.values()]
+                spread_text = f" ({min(means):.1f} - {max(means):.1f})" if len(means) > 1 else ""
+                print(f"| `{script}` | {step:,} | {tag} | {' '.join(found)} | {statistics.fmean(means):.1f}"
+                      f"{spread_text} | {statistics.fmean(seconds for _, seconds in found.values()):,.0f} |")
+    return 0
+
+
+def diagnostics(args: Args) -> int:
+    """--diagnostics: the ranges over the seeds of each diagnostics CSV, one row per tag and part of the run."""
+    print("| script | tag | part of the run | seeds | values per seed | min | 5th pct (lowest seed) "
+          "| median (of the seeds' medians) | 95th pct (highest seed) | max |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for path in args.diagnostics:
+        try:
+            rows = load_diagnostics(path)
+            if not rows:
+                raise RunFailed(f"{path} holds no rows")
+        except (RunFailed, FileNotFoundError, KeyError, ValueError) as error:
+            print(f"--diagnostics: cannot read {path}: {error}", file=sys.stderr)
+            return 1
+        script = rows[0]["script"]
+        for summed in diagnostic_ranges(rows):
+            counts = summed["counts"]
+            count = str(counts[0]) if min(counts) == max(counts) else f"{min(counts)}-{max(counts)}"
+            cells = [f"`{script}`" + (f" ({summed['label']})" if summed["label"] else ""), summed["tag"],
+                     summed["part"], " ".join(str(seed) for seed in summed["seeds"]), count,
+                     *(f"{summed[key]:.3g}" for key in ("min", "p5", "median", "p95", "max"))]
+            print("| " + " | ".join(cells) + " |")
+    print("Command: " + shlex.join(["python", *sys.argv]))
     return 0
 
 
@@ -628,12 +786,14 @@ def main(args: Args) -> int:
         return compare(args)
     if args.summary:
         return summary(args)
+    if args.diagnostics:
+        return diagnostics(args)
     if args.describe:
         if not args.from_logs:
             print("--describe reads existing runs: give --from-logs PATTERN", file=sys.stderr)
             return 2
         return describe(args)
-    rows, points, failures = [], [], []
+    rows, points, diagnostic_rows, failures = [], [], [], []
     if args.from_logs:
         run_dirs = sorted({Path(p) for pattern in args.from_logs for p in glob.glob(str(args.workdir / pattern))})
         run_dirs = [p for p in run_dirs if p.is_dir()]
@@ -647,9 +807,11 @@ def main(args: Args) -> int:
                     row.update(play_policy(args, Path(args.script).resolve(), run_dir))
                 rows.append(row)
                 points += read_points(args, run_dir)
+                diagnostic_rows += read_diagnostics(args, run_dir)
             except RunFailed as error:
                 failures.append(f"{run_dir}: {error}")
         rows.sort(key=lambda row: (row["env_id"], row["seed"], row["run_dir"]))
+        diagnostic_rows.sort(key=lambda row: (row["env_id"], row["seed"]))  # stable: tags stay in order
     else:
         # absolute, because the script runs in --workdir while the path was given relative to the caller's cwd
         script = Path(args.script).resolve()
@@ -662,6 +824,7 @@ def main(args: Args) -> int:
                 run_dir, launch, exit_time = run_seed(args, script, seed, log_path)
                 row = analyse(args, run_dir, launch, exit_time)
                 run_points = read_points(args, run_dir, launch)
+                run_diagnostics = read_diagnostics(args, run_dir)
                 if args.play_episodes:
                     print(f"{prefix} playing the greedy policy for {args.play_episodes} episodes", flush=True)
                     row.update(play_policy(args, script, run_dir))
@@ -671,6 +834,7 @@ def main(args: Args) -> int:
                 continue
             rows.append(row)
             points += run_points
+            diagnostic_rows += run_diagnostics
             reached = ""
             if args.threshold is not None and row["steps_to_threshold"] is None:
                 reached = f", did not reach {args.threshold:g}"
@@ -700,6 +864,10 @@ def main(args: Args) -> int:
             write_csv(curves_path(csv_path), points)
             print(f"Curve points (env steps, wall seconds, {args.tag} / {args.eval_tag}) written to "
                   f"{curves_path(csv_path)}")
+        if diagnostic_rows:
+            write_csv(diagnostics_path(csv_path), diagnostic_rows, significant=True)
+            print(f"Diagnostics (count, min, 5th / 50th / 95th percentile, max of {len(args.diagnostic_tags)} "
+                  f"tags per seed) written to {diagnostics_path(csv_path)}")
     if rows and args.plot and points:
         try:
             plot_curves(args, {args.label: (rows, points)})

@@ -185,6 +185,7 @@ for k in range(1, args.total_timesteps // 10 + 1):
     if k % 5 == 0:
         add_scalar("charts/SPS", 1000.0, 10 * k)
         add_scalar("eval/mean_return", 20.0 * args.seed * k, 10 * k)
+        add_scalar("losses/approx_kl", args.seed * k / 8, 10 * k)  # once per fake "update" (5 episodes)
 writer.close()
 open(f"{run_dir}/checkpoint.pt", "w").write(str(args.seed))
 print("training done")
@@ -420,3 +421,100 @@ def test_plot_of_a_tag_the_runs_do_not_log_fails_in_one_line(tmp_path):
     assert result.returncode == 1
     assert "--plot: no charts/nothing values in the curves of ppo_fake.py" in result.stderr
     assert "Traceback" not in result.stderr and not (tmp_path / "p.png").exists()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The diagnostics: percentiles per seed, ranges over the seeds
+# ---------------------------------------------------------------------------------------------------------------
+def test_percentile_interpolates_between_ranks():
+    # sorted 1..5: position q / 100 * 4, so the 5th percentile is 1 + 0.2 * (2 - 1) and the 95th 4 + 0.8 * 1
+    values = [5.0, 1.0, 4.0, 2.0, 3.0]
+    assert [benchmark.percentile(values, q) for q in (0, 5, 50, 95, 100)] == pytest.approx([1, 1.2, 3, 4.8, 5])
+    assert benchmark.percentile([1.0, 2.0, 3.0, 4.0], 50) == pytest.approx(2.5)  # between the middle two
+    assert benchmark.percentile([7.0], 95) == 7.0
+
+
+def test_spread():
+    assert benchmark.spread([10.0, 0.0]) == pytest.approx(
+        {"count": 2, "min": 0.0, "p5": 0.5, "median": 5.0, "p95": 9.5, "max": 10.0})
+
+
+def test_diagnostic_spreads_whole_run_and_second_half():
+    kl = [ScalarEvent(0.0, 10 * i, value) for i, value in enumerate([4.0, 1.0, 3.0, 2.0, 5.0])]
+    rows = benchmark.diagnostic_spreads({"losses/approx_kl": kl}, ("losses/approx_kl", "losses/clipfrac"))
+    # clipfrac was not logged: no row; the second half of 5 values is the last 3 (2, 3, 5 sorted)
+    assert [(row["tag"], row["part"]) for row in rows] == [("losses/approx_kl", "all"),
+                                                           ("losses/approx_kl", "second half")]
+    assert rows[0] == pytest.approx({"tag": "losses/approx_kl", "part": "all", "count": 5, "min": 1.0,
+                                     "p5": 1.2, "median": 3.0, "p95": 4.8, "max": 5.0})
+    assert rows[1] == pytest.approx({"tag": "losses/approx_kl", "part": "second half", "count": 3, "min": 2.0,
+                                     "p5": 2.1, "median": 3.0, "p95": 4.8, "max": 5.0})
+
+
+def test_diagnostic_ranges_over_seeds():
+    def row(seed, tag, count, p5, median, p95):
+        return {"label": "", "seed": seed, "tag": tag, "part": "all", "count": count, "min": p5 - 1,
+                "p5": p5, "median": median, "p95": p95, "max": p95 + 1}
+
+    rows = [row(1, "a", 10, 0.0, 1.0, 2.0), row(1, "b", 10, 5.0, 6.0, 7.0), row(2, "a", 12, -1.0, 3.0, 1.5),
+            row(3, "a", 11, 0.5, 2.5, 4.0)]
+    summed = benchmark.diagnostic_ranges(rows)
+    assert [s["tag"] for s in summed] == ["a", "b"]  # first-seen order
+    # tag a: the lowest 5th percentile (-1, seed 2), the median of the medians 1, 3, 2.5, the highest 95th (4)
+    assert summed[0] == {"label": "", "tag": "a", "part": "all", "seeds": [1, 2, 3], "counts": [10, 12, 11],
+                         "min": -2.0, "p5": -1.0, "median": 2.5, "p95": 4.0, "max": 5.0}
+    assert summed[1]["seeds"] == [1] and summed[1]["median"] == 6.0
+
+
+def test_curve_at_a_step():
+    def point(seed, step, value, seconds, kind="training", tag="r"):
+        return {"seed": seed, "kind": kind, "tag": tag, "env_steps": step, "wall_seconds": seconds, "value": value}
+
+    points = [point(1, 10, 1.0, 1.0), point(1, 15, 99.0, 1.5, kind="evaluation"), point(1, 20, 2.0, 2.0),
+              point(1, 20, 50.0, 2.0, tag="other"), point(1, 30, 6.0, 3.0), point(2, 25, 10.0, 5.0)]
+    # at step 20 seed 1 has finished the episodes of steps 10 and 20 (mean 1.5), seed 2 none yet
+    assert benchmark.curve_at(points, "r", 2, 20) == {"1": (1.5, 2.0)}
+    # at step 30 the window of 2 holds seed 1's last two (2 and 6); seed 2's one episode is its mean
+    assert benchmark.curve_at(points, "r", 2, 30) == {"1": (4.0, 3.0), "2": (10.0, 5.0)}
+    assert benchmark.curve_at(points, "r", 2, 5) == {}
+
+
+def test_summary_at_steps(tmp_path):
+    """--summary --at-steps: the rolling mean and the wall seconds of each CSV's curve at given steps."""
+    assert run_benchmark(tmp_path).returncode == 0
+    command = [sys.executable, str(BENCHMARK), "--script", "-", "--window", "2", "--summary", str(tmp_path / "out.csv"),
+               "--at-steps", "35", "100", "200"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    rows = [line.split(" | ")[1:5] for line in result.stdout.splitlines() if " | charts/episodic_return | " in line]
+    # at step 35: episodes 2 and 3 of each seed, 10 s (20, 30) and 20 s (40, 60): means 25 and 50, mean 37.5;
+    # at 100: 95 and 190; both seeds trained for 100 steps, so at 200 there is nothing to give
+    assert rows == [["35", "charts/episodic_return", "1 2", "37.5 (25.0 - 50.0)"],
+                    ["100", "charts/episodic_return", "1 2", "142.5 (95.0 - 190.0)"],
+                    ["200", "charts/episodic_return", "-", "-"]]
+
+
+def test_diagnostics_are_recorded_and_printed(tmp_path):
+    """Each benchmark writes <name>-diagnostics.csv beside its CSV; --diagnostics prints its ranges."""
+    assert run_benchmark(tmp_path).returncode == 0
+    rows = list(csv.DictReader(open(tmp_path / "out-diagnostics.csv")))
+    assert list(rows[0]) == ["script", "label", "env_id", "seed", "tag", "part", "count", "min", "p5", "median",
+                             "p95", "max"]
+    # the fake logs approx_kl = seed * k / 8 at episodes k = 5 and 10 (the other 4 tags: not logged, no rows)
+    assert [(row["seed"], row["tag"], row["part"], row["count"]) for row in rows] == [
+        ("1", "losses/approx_kl", "all", "2"), ("1", "losses/approx_kl", "second half", "1"),
+        ("2", "losses/approx_kl", "all", "2"), ("2", "losses/approx_kl", "second half", "1")]
+    # seed 1: 0.625 and 1.25, so p5 0.625 + 0.05 * 0.625, median 0.9375, p95 0.625 + 0.95 * 0.625
+    assert [float(rows[0][key]) for key in ("min", "p5", "median", "p95", "max")] == pytest.approx(
+        [0.625, 0.65625, 0.9375, 1.21875, 1.25], rel=1e-3)
+    assert [float(rows[3][key]) for key in ("min", "median", "max")] == [2.5, 2.5, 2.5]
+
+    command = [sys.executable, str(BENCHMARK), "--script", "-", "--diagnostics", str(tmp_path / "out-diagnostics.csv")]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    table = [line for line in result.stdout.splitlines() if line.startswith("| `ppo_fake.py`")]
+    # over both seeds: min 0.625, lowest p5 0.656 (seed 1), median of 0.9375 and 1.875, highest p95 2.44 (seed 2)
+    assert table == ["| `ppo_fake.py` | losses/approx_kl | all | 1 2 | 2 | 0.625 | 0.656 | 1.41 | 2.44 | 2.5 |",
+                     "| `ppo_fake.py` | losses/approx_kl | second half | 1 2 | 1 | 1.25 | 1.25 | 1.88 | 2.5 | 2.5 |"]
+    result = subprocess.run([*command[:-1], str(tmp_path / "missing.csv")], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1 and "--diagnostics: cannot read" in result.stderr and "Traceback" not in result.stderr
