@@ -239,3 +239,16 @@ def scalars(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
     acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
     acc.Reload()
     return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The lessons' site (render/), built once per test session
+# ---------------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def site(tmp_path_factory) -> Path:
+    """The site built from the working tree, as `python -m render` builds it, into a folder of its own."""
+    from render.__main__ import build
+
+    out = tmp_path_factory.mktemp("site") / "_site"
+    build(out)
+    return out

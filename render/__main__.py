@@ -1,0 +1,77 @@
+"""Build the lessons' site: `python -m render` (into _site/, ignored by git), then open _site/index.html.
+
+    python -m render                 # build into _site/
+    python -m render --out /tmp/s    # elsewhere
+    python -m render.diff cartpole lunarlander --hide-prose   # the neighbour diff in a terminal
+
+The pages are made from the files as they are (the scripts, README.md, benchmarks/README.md, common/), so there
+is no second copy of any lesson text to keep in step; the same files give the same site, byte for byte. The
+equations are typeset here, by KaTeX under Node.js (`npm ci` in render/katex/ runs on the first build); a page
+fetches nothing when it is read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from render import diffs
+from render.equations import typeset, vendor
+from render.html import pygments_css
+from render.index import benchmarks_page, index_page
+from render.lesson import lesson_page
+from render.source import ROOT, SCRIPTS, read_lesson
+
+STATIC = Path(__file__).resolve().parent / "static"
+
+
+def build(out: Path, root: Path = ROOT) -> list[Path]:
+    """Build the whole site into `out` (emptied first); returns the pages written."""
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "lessons").mkdir(parents=True)
+    (out / "assets").mkdir()
+    for asset in sorted(STATIC.iterdir()):
+        shutil.copyfile(asset, out / "assets" / asset.name)
+    with open(out / "assets" / "style.css", "a") as css:
+        css.write("\n/* Pygments' default style */\n" + pygments_css() + "\n")
+    vendor(out / "assets")
+    (out / "raw" / "common").mkdir(parents=True)
+    for script in SCRIPTS:
+        shutil.copyfile(root / script, out / "raw" / script)
+    for module in sorted((root / "common").glob("*.py")):
+        shutil.copyfile(module, out / "raw" / "common" / module.name)
+
+    pages = diffs.build_diff_pages(out, root)
+    pairs = diffs.pair_pages()  # (from, to, href from the site's root)
+    equations = typeset()
+    for script in SCRIPTS:
+        neighbours = [("../" + href, f"{a} -> {b}") for a, b, href in pairs if script in (a, b)]
+        path = out / "lessons" / f"{script[:-3]}.html"
+        path.write_text(lesson_page(read_lesson(root / script), equations, neighbours))
+        pages.append(path)
+    (out / "index.html").write_text(index_page(root, out, pairs))
+    (out / "benchmarks.html").write_text(benchmarks_page(root, out))
+    pages += [out / "index.html", out / "benchmarks.html"]
+    return pages
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m render", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "_site", help="the folder to build into (default: _site)")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    try:
+        pages = build(args.out)
+    except RuntimeError as error:  # no Node.js, no npm, KaTeX refusing an equation
+        print(f"python -m render: {error}", file=sys.stderr)
+        return 2
+    print(f"{len(pages)} pages in {args.out} ({time.perf_counter() - start:.1f} s): open {args.out / 'index.html'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""Debian's Chromium, headless, driven by Selenium through chromium-driver: for the site's browser tests and for
+README's two screenshots.
+
+    python -m render.browser OUT_FOLDER    # build the site, then screenshot a lesson page and a diff page
+
+Both programs come from apt (`apt-get install chromium chromium-driver`; .ci/run installs them where they are
+missing): a browser download (Selenium Manager's, Playwright's) cannot work on a machine without the internet, so
+the driver is named by its path and nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+
+
+def available() -> bool:
+    return Path(CHROMIUM).is_file() and Path(DRIVER).is_file()
+
+
+@contextlib.contextmanager
+def chromium(width: int = 1280, height: int = 900):
+    """A headless Chromium of that window size, with its console and network logs kept (driver.get_log)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--disable-dev-shm-usage",
+                 "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--disable-default-apps", "--disable-extensions", "--allow-file-access-from-files"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    with tempfile.TemporaryDirectory() as profile:
+        options.add_argument(f"--user-data-dir={profile}")
+        driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+        try:
+            driver.set_window_size(width, height)
+            yield driver
+        finally:
+            driver.quit()
+
+
+def screenshot(url: str, out: Path, width: int, height: int, scroll_to: str | None = None,
+               scale: float = 0.7) -> None:
+    """A PNG of the page's window at that size (scrolled to the element of id `scroll_to`), scaled down by
+    `scale` and reduced to a palette so that it stays small."""
+    from PIL import Image
+
+    with chromium(width, height) as driver:
+        driver.get(url)
+        if scroll_to:
+            driver.execute_script(f"document.getElementById({scroll_to!r}).scrollIntoView()")
+        driver.save_screenshot(str(out))
+    image = Image.open(out).convert("RGB")
+    image = image.resize((round(image.width * scale), round(image.height * scale)), Image.LANCZOS)
+    image.quantize(colors=128, method=Image.Quantize.MEDIANCUT).save(out, optimize=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python -m render.browser OUT_FOLDER", file=sys.stderr)
+        return 2
+    if not available():
+        print(f"python -m render.browser: no {CHROMIUM} or {DRIVER}: apt-get install chromium chromium-driver",
+              file=sys.stderr)
+        return 2
+    from render.__main__ import build
+    from render.source import ROOT
+
+    out = Path(argv[0])
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as folder:
+        site = Path(folder) / "_site"
+        build(site)
+        lines = (ROOT / "ppo_cartpole.py").read_text().splitlines()
+        update = next(n for n, line in enumerate(lines, start=1) if "--- Update: K epochs" in line)
+        screenshot((site / "lessons" / "ppo_cartpole.html").as_uri(), out / "lesson-page.png", 1280, 820,
+                   scroll_to=f"L{update - 4}")
+        screenshot((site / "diffs" / "ppo_cartpole--ppo_lunarlander_vec.html").as_uri(), out / "diff-page.png",
+                   1280, 820, scroll_to=None)
+    for name in ("lesson-page.png", "diff-page.png"):
+        print(f"{out / name}: {(out / name).stat().st_size // 1024} KB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,871 @@
+"""The neighbour diffs: a page per pair of ``common.diff_matrix.NEIGHBOURS``, and the model the terminal diff
+(``python -m render.diff``) prints from.
+
+The diff is difflib's, as ``common.diff_matrix`` takes it: ``SequenceMatcher(None, a, b, autojunk=False)`` over the
+two files' lines with trailing whitespace stripped. Every non-equal opcode is a *hunk*; hunks keep the files' own
+line numbers. Within a replace, the lines are aligned one to one by similarity (so a changed line stands beside
+the line it came from, its changed characters marked), and what is left over on either side stands beside
+nothing.
+
+A hunk is *prose-only* when its code is the same on both sides: the code as ``common.diff_matrix.code_lines``
+has it, without docstrings, help texts, comments and blank lines and with trailing comments cut. Otherwise it is
+a code change (a code change's prose lines are marked as prose).
+
+Copied blocks (``# Copied from common...`` and the definition below the marker) are the same code wherever they
+appear, so the diff folds them: the changed lines that lie inside copied blocks on every side they have (a block
+on one side only, or blocks that match each other across the diff) become one line, "copied block
+common.ppo.compute_gae (from common/ppo.py): 3 lines changed", which opens to the full diff. Blocks match when
+difflib pairs lines of one with lines of the other, or when they have the same target. A hunk that straddles a
+block's edge is split into *pieces*, one per run of rows inside or outside the same blocks; the blank lines
+between two blocks go with the block above them. Every piece carries its hunk's opcode, so the hunks read back
+from a page are difflib's opcodes.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+from common.diff_matrix import NEIGHBOURS, code_lines
+from render.html import esc, page, pygments_css
+from render.source import ROOT, Copy, Lesson, read_lesson
+
+CONTEXT = 3  # unchanged lines shown around a change; longer unchanged runs fold
+SIMILAR = 0.6  # two lines of a replace stand side by side, characters marked, from this difflib ratio
+README_SECTION = "## Comparing the variants"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The model: hunks, their pieces, the unchanged runs between them and the copied folds
+# ---------------------------------------------------------------------------------------------------------
+@dataclass
+class Row:
+    """One row of the side-by-side view: a line of a, of b, or both (line numbers 1-based)."""
+
+    a: int | None
+    b: int | None
+    similar: bool = False  # a and b are alike: their changed characters are marked
+    key: int | None = None  # the copied-block group the row lies in, None outside copied blocks
+
+
+@dataclass
+class Piece:
+    """A run of a hunk's rows that lie inside the same copied blocks (key) or outside copied blocks (key None)."""
+
+    hunk: "Hunk"
+    part: int  # 1, 2, ... within the hunk
+    rows: list[Row]
+    key: int | None
+    prose_only: bool = False
+
+    @property
+    def anchor(self) -> str:
+        return f"h{self.hunk.number}" if self.part == 1 else f"h{self.hunk.number}-{self.part}"
+
+    @property
+    def a_lines(self) -> list[int]:
+        return [r.a for r in self.rows if r.a is not None]
+
+    @property
+    def b_lines(self) -> list[int]:
+        return [r.b for r in self.rows if r.b is not None]
+
+    @property
+    def copied(self) -> bool:
+        return self.key is not None
+
+    def before(self, side: str) -> int:
+        """The last line of that side ahead of this piece (0 at the file's start): where a piece with no lines
+        on that side sits."""
+        start = self.hunk.i1 if side == "a" else self.hunk.j1
+        earlier = [n for p in self.hunk.pieces[:self.part - 1] for n in (p.a_lines if side == "a" else p.b_lines)]
+        return max(earlier, default=start)
+
+
+@dataclass
+class Hunk:
+    """One non-equal opcode of difflib: tag, and a[i1:i2] -> b[j1:j2] (0-based, half open, as difflib has it)."""
+
+    number: int  # 1, 2, ... in the diff
+    tag: str
+    i1: int
+    i2: int
+    j1: int
+    j2: int
+    prose_only: bool = False
+    pieces: list[Piece] = field(default_factory=list)
+
+    @property
+    def opcode(self) -> tuple[str, int, int, int, int]:
+        return (self.tag, self.i1, self.i2, self.j1, self.j2)
+
+    @property
+    def kind(self) -> str:
+        """'copied' (every piece folded in a copied block), 'prose' (prose-only) or 'code'."""
+        if all(p.copied for p in self.pieces):
+            return "copied"
+        return "prose" if self.prose_only else "code"
+
+
+@dataclass
+class Same:
+    """An unchanged run: a[i1:i2] == b[j1:j2]."""
+
+    i1: int
+    i2: int
+    j1: int
+    j2: int
+
+    def __len__(self) -> int:
+        return self.i2 - self.i1
+
+
+@dataclass
+class Fold:
+    """Copied blocks that differ, folded: their pieces and the unchanged runs between them."""
+
+    key: int
+    items: list  # Piece | Same
+    blocks_a: list[Copy]
+    blocks_b: list[Copy]
+    number: int = 0
+
+    @property
+    def anchor(self) -> str:
+        return f"c{self.number}"
+
+    @property
+    def pieces(self) -> list[Piece]:
+        return [item for item in self.items if isinstance(item, Piece)]
+
+    @property
+    def removed(self) -> int:
+        return sum(1 for p in self.pieces for n in p.a_lines if any(c.first <= n <= c.last for c in self.blocks_a))
+
+    @property
+    def added(self) -> int:
+        return sum(1 for p in self.pieces for n in p.b_lines if any(c.first <= n <= c.last for c in self.blocks_b))
+
+    @property
+    def prose_only(self) -> bool:
+        return all(p.prose_only for p in self.pieces)
+
+    @property
+    def title(self) -> str:
+        """Which block, copied from where: one target, or 'a -> b' where the two sides hold different blocks."""
+        def names(blocks):
+            return ", ".join(dict.fromkeys(c.target for c in blocks))
+
+        def modules(blocks):
+            return ", ".join(dict.fromkeys(c.module for c in blocks))
+
+        a, b = names(self.blocks_a), names(self.blocks_b)
+        ma, mb = modules(self.blocks_a), modules(self.blocks_b)
+        if not a or not b or a == b:
+            return f"copied block {a or b} (from {ma or mb})"
+        return f"copied block {a} -> {b} (from {ma if ma == mb else ma + ' -> ' + mb})"
+
+    @property
+    def change(self) -> str:
+        removed, added = self.removed, self.added
+        if not added:
+            return f"{removed} line{'s' * (removed != 1)} removed"
+        if not removed:
+            return f"{added} line{'s' * (added != 1)} added"
+        total = removed + added
+        return f"{total} lines changed (-{removed} +{added})"
+
+    @property
+    def summary(self) -> str:
+        return f"{self.title}: {self.change}" + (", prose only" if self.prose_only else "")
+
+
+@dataclass
+class PairDiff:
+    a: Lesson
+    b: Lesson
+    hunks: list[Hunk]
+    stream: list  # Same | Piece | Fold, in the files' order
+    code_a: dict[int, str]  # line -> its code (common.diff_matrix.code_lines); lines without code are absent
+    code_b: dict[int, str]
+    text_a: list[str]  # the lines as compared: trailing whitespace stripped
+    text_b: list[str]
+
+    @property
+    def folds(self) -> list[Fold]:
+        return [item for item in self.stream if isinstance(item, Fold)]
+
+    @property
+    def pieces(self) -> list[Piece]:
+        return [p for h in self.hunks for p in h.pieces]
+
+    def counts(self) -> dict[str, int]:
+        kinds = [h.kind for h in self.hunks]
+        return {"code": kinds.count("code"), "prose": kinds.count("prose"), "copied": kinds.count("copied"),
+                "folds": len(self.folds)}
+
+    def counts_line(self) -> str:
+        c = self.counts()
+        return (f"hunks: {len(self.hunks)} (code {c['code']}, prose-only {c['prose']}, copied {c['copied']}); "
+                f"copied blocks folded: {c['folds']}")
+
+
+def opcodes(a_lines: list[str], b_lines: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """difflib's opcodes over the two files' lines, trailing whitespace stripped (as common.diff_matrix)."""
+    return difflib.SequenceMatcher(None, [t.rstrip() for t in a_lines], [t.rstrip() for t in b_lines],
+                                   autojunk=False).get_opcodes()
+
+
+def _groups(a: Lesson, b: Lesson, codes) -> tuple[dict[int, int], dict[int, int], dict[int, tuple[list, list]]]:
+    """Copied blocks that match across the diff, grouped (union-find): line -> group on each side, and each group's
+    blocks. Two blocks match when an equal opcode pairs a non-blank line of one with a line of the other, or when
+    they have the same target. The line maps leave out the groups that are not folded (see below)."""
+    parent: dict[tuple[str, int], tuple[str, int]] = {}
+
+    def find(x):
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    def union(x, y):
+        parent[find(x)] = find(y)
+
+    block_a = {n: k for k, c in enumerate(a.copies) for n in range(c.first, c.last + 1)}
+    block_b = {n: k for k, c in enumerate(b.copies) for n in range(c.first, c.last + 1)}
+    for k in range(len(a.copies)):
+        find(("a", k))
+    for k in range(len(b.copies)):
+        find(("b", k))
+    for tag, i1, i2, j1, j2 in codes:
+        if tag == "equal":
+            for n, m in zip(range(i1 + 1, i2 + 1), range(j1 + 1, j2 + 1)):
+                if n in block_a and m in block_b and a.lines[n - 1].strip():
+                    union(("a", block_a[n]), ("b", block_b[m]))
+    for k, c in enumerate(a.copies):
+        for m, d in enumerate(b.copies):
+            if c.target == d.target:
+                union(("a", k), ("b", m))
+    roots = sorted({find(x) for x in parent})
+    number = {root: g for g, root in enumerate(roots)}
+    groups: dict[int, tuple[list, list]] = {g: ([], []) for g in number.values()}
+    for (side, k) in parent:
+        g = number[find((side, k))]
+        groups[g][0 if side == "a" else 1].append((a.copies if side == "a" else b.copies)[k])
+    for blocks_a, blocks_b in groups.values():
+        blocks_a.sort(key=lambda c: c.first)
+        blocks_b.sort(key=lambda c: c.first)
+    key_a = {n: number[find(("a", k))] for n, k in block_a.items()}
+    key_b = {n: number[find(("b", k))] for n, k in block_b.items()}
+    # A block that difflib pairs with lines outside copied blocks of its group (a lesson's own version of the
+    # function: cartpole's collect_rollout against the copy in lunarlander) is read, not folded.
+    local = set()
+    for tag, i1, i2, j1, j2 in codes:
+        if tag == "equal":
+            for n, m in zip(range(i1 + 1, i2 + 1), range(j1 + 1, j2 + 1)):
+                if a.lines[n - 1].strip() and key_a.get(n) != key_b.get(m):
+                    local.update(k for k in (key_a.get(n), key_b.get(m)) if k is not None)
+    key_a = {n: k for n, k in key_a.items() if k not in local}
+    key_b = {n: k for n, k in key_b.items() if k not in local}
+    return key_a, key_b, groups
+
+
+def _ratio(x: str, y: str) -> float:
+    matcher = difflib.SequenceMatcher(None, x.strip(), y.strip(), autojunk=False)
+    if matcher.real_quick_ratio() < SIMILAR or matcher.quick_ratio() < SIMILAR:
+        return 0.0
+    return matcher.ratio()
+
+
+def _align(a_nums: list[int], b_nums: list[int], text_a, text_b, key_a, key_b) -> list[Row]:
+    """The rows of a replace: a monotone pairing of similar lines (the pairing of greatest total similarity; a
+    line of a folded copied block pairs only with a line of the same group), then what is left between two pairs
+    set side by side where both sides lie in the same group (or both outside), and one-sided otherwise."""
+    n, m = len(a_nums), len(b_nums)
+    sim = [[0.0] * m for _ in range(n)]
+    for i, x in enumerate(a_nums):
+        for j, y in enumerate(b_nums):
+            if key_a.get(x) != key_b.get(y):  # a folded block's line pairs only inside its group
+                continue
+            if text_a[x - 1].strip() or text_b[y - 1].strip():  # two blank lines do not make a pair
+                sim[i][j] = _ratio(text_a[x - 1], text_b[y - 1])
+    best = [[0.0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        for j in range(m - 1, -1, -1):
+            options = [best[i + 1][j], best[i][j + 1]]
+            if sim[i][j] >= SIMILAR:
+                options.append(best[i + 1][j + 1] + sim[i][j])
+            best[i][j] = max(options)
+    pairs, i, j = [], 0, 0
+    while i < n and j < m:
+        if sim[i][j] >= SIMILAR and best[i][j] == best[i + 1][j + 1] + sim[i][j]:
+            pairs.append((i, j))
+            i, j = i + 1, j + 1
+        elif best[i][j] == best[i + 1][j]:
+            i += 1
+        else:
+            j += 1
+    rows: list[Row] = []
+    i = j = 0
+    for pi, pj in pairs + [(n, m)]:
+        rows += _gap(a_nums[i:pi], b_nums[j:pj], key_a, key_b)
+        if pi < n:
+            rows.append(Row(a_nums[pi], b_nums[pj], similar=True))
+        i, j = pi + 1, pj + 1
+    return rows
+
+
+def _gap(a_nums: list[int], b_nums: list[int], key_a, key_b) -> list[Row]:
+    """Lines left between two pairs: side by side where their groups agree, one-sided where they do not."""
+    ka = [key_a.get(x) for x in a_nums]
+    kb = [key_b.get(y) for y in b_nums]
+    rows = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, ka, kb, autojunk=False).get_opcodes():
+        if tag == "equal":
+            rows += [Row(x, y) for x, y in zip(a_nums[i1:i2], b_nums[j1:j2])]
+        else:
+            rows += [Row(x, None) for x in a_nums[i1:i2]] + [Row(None, y) for y in b_nums[j1:j2]]
+    return rows
+
+
+def _row_keys(rows: list[Row], text_a, text_b, key_a, key_b) -> None:
+    """Each row's group: the copied-block group all its lines lie in, else None. Blank rows outside copied blocks
+    next to a copied run join it (the blank lines below a block go with it, or with the block below when none is
+    above)."""
+    for row in rows:
+        keys = {key_a.get(row.a) if row.a is not None else "-", key_b.get(row.b) if row.b is not None else "-"}
+        keys.discard("-")
+        row.key = keys.pop() if len(keys) == 1 else None
+
+    def blank(row):
+        return all(not t[n - 1].strip() for t, n in ((text_a, row.a), (text_b, row.b)) if n is not None)
+
+    k = 0
+    while k < len(rows):
+        if rows[k].key is None and blank(rows[k]):
+            end = k
+            while end < len(rows) and rows[end].key is None and blank(rows[end]):
+                end += 1
+            before = rows[k - 1].key if k > 0 else None
+            after = rows[end].key if end < len(rows) else None
+            join = before if before is not None else after
+            for row in rows[k:end]:
+                row.key = join
+            k = end
+        else:
+            k += 1
+
+
+def _code_equal(a_lines, b_lines, code_a, code_b) -> bool:
+    return [code_a[n] for n in a_lines if n in code_a] == [code_b[n] for n in b_lines if n in code_b]
+
+
+def diff_lessons(a: Lesson, b: Lesson) -> PairDiff:
+    """The whole diff of two lessons: hunks (difflib's opcodes), pieces, unchanged runs and copied folds."""
+    text_a = [t.rstrip() for t in a.lines]
+    text_b = [t.rstrip() for t in b.lines]
+    code_a = dict(code_lines("\n".join(a.lines) + "\n"))
+    code_b = dict(code_lines("\n".join(b.lines) + "\n"))
+    codes = opcodes(a.lines, b.lines)
+    key_a, key_b, groups = _groups(a, b, codes)
+    hunks, stream = [], []
+    for tag, i1, i2, j1, j2 in codes:
+        if tag == "equal":
+            stream.append(Same(i1, i2, j1, j2))
+            continue
+        hunk = Hunk(len(hunks) + 1, tag, i1, i2, j1, j2)
+        a_nums, b_nums = list(range(i1 + 1, i2 + 1)), list(range(j1 + 1, j2 + 1))
+        if tag == "replace":
+            rows = _align(a_nums, b_nums, text_a, text_b, key_a, key_b)
+        else:
+            rows = [Row(x, None) for x in a_nums] + [Row(None, y) for y in b_nums]
+        _row_keys(rows, text_a, text_b, key_a, key_b)
+        hunk.prose_only = _code_equal(a_nums, b_nums, code_a, code_b)
+        for row in rows:
+            if not hunk.pieces or hunk.pieces[-1].key != row.key:
+                hunk.pieces.append(Piece(hunk, len(hunk.pieces) + 1, [], row.key))
+            hunk.pieces[-1].rows.append(row)
+        for piece in hunk.pieces:
+            piece.prose_only = hunk.prose_only or _code_equal(piece.a_lines, piece.b_lines, code_a, code_b)
+        hunks.append(hunk)
+        stream += hunk.pieces
+    return PairDiff(a, b, hunks, _fold(stream, groups), code_a, code_b, text_a, text_b)
+
+
+def _fold(stream: list, groups) -> list:
+    """The copied pieces gathered into folds: consecutive pieces of the same group, with the unchanged runs
+    between them."""
+    out, k, number = [], 0, 0
+    while k < len(stream):
+        item = stream[k]
+        if not (isinstance(item, Piece) and item.copied):
+            out.append(item)
+            k += 1
+            continue
+        items, end = [item], k + 1
+        while end < len(stream):
+            if isinstance(stream[end], Same) and end + 1 < len(stream) and isinstance(stream[end + 1], Piece) \
+                    and stream[end + 1].key == item.key:
+                items += stream[end:end + 2]
+                end += 2
+            elif isinstance(stream[end], Piece) and stream[end].key == item.key:
+                items.append(stream[end])
+                end += 1
+            else:
+                break
+        number += 1
+        blocks_a, blocks_b = groups[item.key]
+        out.append(Fold(item.key, items, blocks_a, blocks_b, number))
+        k = end
+    return out
+
+
+def diff_files(a: Path, b: Path) -> PairDiff:
+    return diff_lessons(read_lesson(a), read_lesson(b))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Changed characters within a line, and Pygments' highlighting line by line
+# ---------------------------------------------------------------------------------------------------------
+def char_changes(x: str, y: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """The changed character spans of two alike lines, (start, end) on each side; changes separated by fewer than
+    three unchanged characters merge, so a word that changed is marked whole rather than letter by letter."""
+    spans_a, spans_b = [], []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, x, y, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        for spans, s, e in ((spans_a, i1, i2), (spans_b, j1, j2)):
+            if e == s:
+                continue
+            if spans and s - spans[-1][1] < 3:
+                spans[-1] = (spans[-1][0], e)
+            else:
+                spans.append((s, e))
+    return spans_a, spans_b
+
+
+def _styled_classes() -> set[str]:
+    """Pygments' short classes that its default style colours (only those get a span: smaller pages)."""
+    found = set(re.findall(r"^\.hl \.(\w+) \{", pygments_css(), re.M))
+    return found - {"hll", "w"}
+
+
+_STYLED = None
+
+
+def highlight_lines(lines: list[str]) -> list[list[tuple[str, str]]]:
+    """Each line as (short Pygments class or '', text) fragments: Python lexed as one file, so that a docstring's
+    middle lines are strings too."""
+    global _STYLED
+    from pygments.lexers import PythonLexer
+    from pygments.token import STANDARD_TYPES
+
+    if _STYLED is None:
+        _STYLED = _styled_classes()
+    out: list[list[tuple[str, str]]] = [[]]
+    for ttype, value in PythonLexer(stripnl=False, ensurenl=True).get_tokens("\n".join(lines) + "\n"):
+        while ttype not in STANDARD_TYPES:
+            ttype = ttype.parent
+        cls = STANDARD_TYPES[ttype]
+        cls = cls if cls in _STYLED else ""
+        for k, part in enumerate(value.split("\n")):
+            if k:
+                out.append([])
+            if part:
+                line = out[-1]
+                if line and line[-1][0] == cls:
+                    line[-1] = (cls, line[-1][1] + part)
+                else:
+                    line.append((cls, part))
+    return out[:len(lines)] + [[] for _ in range(len(lines) - len(out))]
+
+
+def line_html(fragments: list[tuple[str, str]], marks: list[tuple[int, int]], tag: str) -> str:
+    """A line's HTML: its highlighted fragments, the characters in `marks` wrapped in <tag> (del or ins)."""
+    cuts = sorted({0} | {p for span in marks for p in span})
+    out, pos = [], 0
+    for cls, text in fragments:
+        end = pos + len(text)
+        inner, start = [], pos
+        for cut in [c for c in cuts if pos < c < end] + [end]:
+            chunk = esc(text[start - pos:cut - pos])
+            if chunk:
+                marked = any(s <= start < e for s, e in marks)
+                inner.append(f"<{tag}>{chunk}</{tag}>" if marked else chunk)
+            start = cut
+        body = "".join(inner).replace(f"</{tag}><{tag}>", "")
+        out.append(f'<span class="{cls}">{body}</span>' if cls else body)
+        pos = end
+    return "".join(out).replace(f"</{tag}><{tag}>", "")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# README's list for a pair, each item linked to the hunk it describes
+# ---------------------------------------------------------------------------------------------------------
+@dataclass
+class ReadmePair:
+    heading: str  # the paragraph's markdown, "**`a` -> `b`** (...): what the variant brings."
+    items: list[str]  # each bullet's markdown, continuation lines joined
+
+    @property
+    def description(self) -> str:
+        """The heading's text after its figures: "vectorized envs and a split actor-critic"."""
+        text = re.sub(r"^\*\*.*?\*\*\s*(\([^)]*\))?:?\s*", "", " ".join(self.heading.split()))
+        return text.rstrip(".")
+
+
+def readme_pairs(readme: str) -> dict[tuple[str, str], ReadmePair]:
+    """README's list for each pair, under its "Comparing the variants" section."""
+    if README_SECTION not in readme:
+        return {}
+    section = readme[readme.index(README_SECTION):]
+    section = section[:section.find("\n## ", 1)] if "\n## " in section[1:] else section
+    found: dict[tuple[str, str], ReadmePair] = {}
+    current = None
+    for line in section.splitlines():
+        head = re.match(r"^\*\*`(ppo_\w+\.py)` -> `(ppo_\w+\.py)`\*\*", line)
+        if head:
+            current = found[head.group(1), head.group(2)] = ReadmePair(line, [])
+        elif current is None:
+            continue
+        elif line.startswith("- "):
+            current.items.append(line[2:])
+        elif line.startswith("  ") and current.items:
+            current.items[-1] += " " + line.strip()
+        elif line.strip() and not current.items:
+            current.heading += " " + line.strip()
+        else:
+            current = None
+    return found
+
+
+def _defs(source: str) -> dict[str, list[tuple[int, int]]]:
+    """name -> (first, last) lines of every def and class of a file (decorators included)."""
+    found: dict[str, list[tuple[int, int]]] = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            found.setdefault(node.name, []).append((first, node.end_lineno))
+    return found
+
+
+def _tokens(item: str) -> list[str]:
+    """The backticked words of an item, as they may appear in code: `cnn()` -> cnn, `--objective kl` ->
+    --objective."""
+    out = []
+    for raw in re.findall(r"`([^`]+)`", item):
+        token = raw.strip()
+        if token.startswith("--"):
+            token = token.split()[0]
+        token = re.sub(r"\(\)$", "", token)
+        if token and token not in out:
+            out.append(token)
+    return out
+
+
+def item_target(diff: PairDiff, item: str) -> Piece | None:
+    """The piece an item describes: the first piece, in the diff's order, that the first test below finds for any
+    of the item's backticked words (tests in turn, words in turn within a test):
+    1. a changed line defines it (`def name`, `class name`);
+    2. a changed line of code lies in its definition (in b, else in a);
+    3. a `--flag`'s field (`flag_name: ...`) is a changed line;
+    4. the word is in a changed line's code;
+    5. the word is in a changed line;
+    and, for an item whose words match nothing, a number of the item that is an Args field's changed default."""
+    tokens = _tokens(item)
+    defs_b, defs_a = _defs("\n".join(diff.b.lines)), _defs("\n".join(diff.a.lines))
+    pieces = diff.pieces
+
+    def lines(piece):
+        return [("a", n) for n in piece.a_lines] + [("b", n) for n in piece.b_lines]
+
+    def text(side, n):
+        return (diff.text_a if side == "a" else diff.text_b)[n - 1]
+
+    def code(side, n):
+        return (diff.code_a if side == "a" else diff.code_b).get(n, "")
+
+    def word(token):
+        left = r"\b" if re.match(r"\w", token) else ""
+        right = r"\b" if re.search(r"\w$", token) else ""
+        return re.compile(left + re.escape(token) + right)
+
+    def first(test):
+        for token in tokens:
+            for piece in pieces:
+                if test(token, piece):
+                    return piece
+        return None
+
+    def defines(token, piece):
+        pattern = re.compile(r"^\s*(async\s+)?(def|class)\s+" + re.escape(token) + r"\b")
+        return any(pattern.match(text(s, n)) for s, n in lines(piece))
+
+    def inside(token, piece):
+        if piece.prose_only:
+            return False
+        for side, defs in (("b", defs_b), ("a", defs_a)):
+            for first_line, last in defs.get(token, []):
+                if any(s == side and first_line <= n <= last and code(s, n) for s, n in lines(piece)):
+                    return True
+        return False
+
+    def flag(token, piece):
+        if not token.startswith("--"):
+            return False
+        pattern = re.compile(r"^\s*" + re.escape(token[2:].replace("-", "_")) + r"\s*:")
+        return any(pattern.match(code(s, n)) for s, n in lines(piece))
+
+    def in_code(token, piece):
+        return not piece.prose_only and any(word(token).search(code(s, n)) for s, n in lines(piece))
+
+    def anywhere(token, piece):
+        return any(word(token).search(text(s, n)) for s, n in lines(piece))
+
+    for test in (defines, inside, flag, in_code, anywhere):
+        found = first(test)
+        if found is not None:
+            return found
+    for number in re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?:e-?\d+)?(?![\w.])", item):
+        pattern = re.compile(r"^\s*\w+\s*:[^=]*=\s*" + re.escape(number) + r"\b")
+        for piece in pieces:
+            if any(s == "b" and pattern.match(code(s, n)) for s, n in lines(piece)):
+                return piece
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The page
+# ---------------------------------------------------------------------------------------------------------
+def page_name(a: str, b: str) -> str:
+    return f"{Path(a).stem}--{Path(b).stem}.html"
+
+
+class DiffPage(NamedTuple):
+    pair: tuple[str, str]
+    href: str  # from the site's root: diffs/<a stem>--<b stem>.html
+    title: str  # one line: "ppo_a.py -> ppo_b.py: what the variant brings"
+
+
+def diff_pages(root: Path) -> list[DiffPage]:
+    """The pair pages, for the index: pair, link from the site's root and a one-line title."""
+    readme = (root / "README.md").read_text(encoding="utf-8") if (root / "README.md").is_file() else ""
+    pairs = readme_pairs(readme)
+    out = []
+    for a, b in NEIGHBOURS:
+        title = f"{a} -> {b}"
+        if (a, b) in pairs and pairs[a, b].description:
+            title += f": {pairs[a, b].description}"
+        out.append(DiffPage((a, b), f"diffs/{page_name(a, b)}", title))
+    return out
+
+
+def pair_pages(root: Path = ROOT) -> list[tuple[str, str, str]]:
+    """(from script, to script, href from the site's root) of every neighbour pair's page."""
+    return [(a, b, f"diffs/{page_name(a, b)}") for a, b in NEIGHBOURS]
+
+
+class _Html:
+    """The HTML of one pair's diff; lesson links go to ../lessons/<stem>.html#L<n>."""
+
+    def __init__(self, diff: PairDiff):
+        self.diff = diff
+        self.hl = {"a": highlight_lines(diff.a.lines), "b": highlight_lines(diff.b.lines)}
+        self.stem = {"a": diff.a.path.stem, "b": diff.b.path.stem}
+
+    def link(self, side: str, n: int, text: str | None = None, cls: str = "") -> str:
+        c = f' class="{cls}"' if cls else ""
+        return f'<a{c} href="../lessons/{self.stem[side]}.html#L{n}">{text if text is not None else n}</a>'
+
+    def line(self, side: str, n: int, cls: str, marks=()) -> str:
+        code = self.diff.code_a if side == "a" else self.diff.code_b
+        prose = " rp" if cls in ("rd", "ri") and n not in code and (self.diff.text_a if side == "a"
+                                                                 else self.diff.text_b)[n - 1].strip() else ""
+        body = line_html(self.hl[side][n - 1], list(marks), "del" if side == "a" else "ins")
+        return f'<span class="{cls}{prose}">{self.link(side, n, cls="ln")}{body}</span>'
+
+    @staticmethod
+    def pad() -> str:
+        return '<span class="rx"> </span>'
+
+    @staticmethod
+    def sbs(left: list[str], right: list[str]) -> str:
+        return (f'<div class="sbs"><pre class="side hl">{"".join(left)}</pre>'
+                f'<pre class="side hl">{"".join(right)}</pre></div>')
+
+    def rows(self, rows: list[Row]) -> str:
+        left, right = [], []
+        for row in rows:
+            marks_a, marks_b = (char_changes(self.diff.text_a[row.a - 1], self.diff.text_b[row.b - 1])
+                                if row.similar else ((), ()))
+            if row.a is not None:
+                left.append(self.line("a", row.a, "rd" if row.similar or row.b is None else "rd ru", marks_a))
+            else:
+                left.append(self.pad())
+            if row.b is not None:
+                right.append(self.line("b", row.b, "ri" if row.similar or row.a is None else "ri ru", marks_b))
+            else:
+                right.append(self.pad())
+        return self.sbs(left, right)
+
+    def same_rows(self, i1: int, i2: int, j1: int, j2: int) -> str:
+        return self.sbs([self.line("a", n, "rc") for n in range(i1 + 1, i2 + 1)],
+                        [self.line("b", n, "rc") for n in range(j1 + 1, j2 + 1)])
+
+    def span(self, side: str, nums: list[int], at: int) -> str:
+        """A piece's lines on one side, linked; for a side that has none, the line they would follow."""
+        name = self.diff.a.name if side == "a" else self.diff.b.name
+        if nums:
+            first, last = nums[0], nums[-1]
+            label = f"{first}" if first == last else f"{first}-{last}"
+            return f"{esc(name)} {self.link(side, first, label)}"
+        total = len(self.diff.a.lines if side == "a" else self.diff.b.lines)
+        if at == 0:
+            return f"{esc(name)}: none (before {self.link(side, 1, 'line 1')})" if total else f"{esc(name)}: none"
+        return f"{esc(name)}: none (after {self.link(side, at, f'line {at}')})"
+
+    def piece(self, piece: Piece) -> str:
+        h = piece.hunk
+        kind = "copied" if piece.copied else ("prose" if piece.prose_only else "code")
+        label = {"copied": "in a copied block", "prose": "prose only", "code": "code"}[kind]
+        if kind == "code" and any(self.is_prose(r) for r in piece.rows):
+            label = "code (prose lines marked)"
+        part = f", part {piece.part} of {len(h.pieces)}" if len(h.pieces) > 1 else ""
+        classes = "hunk " + kind + (" prose-only" if piece.prose_only else "")
+        head = (f'<div class="hh"><a class="hn" href="#{piece.anchor}">#{h.number}{part}</a> '
+                f'<span class="kind">{label}</span> <span class="where">'
+                f'{self.span("a", piece.a_lines, piece.before("a"))} &rarr; '
+                f'{self.span("b", piece.b_lines, piece.before("b"))}</span></div>')
+        return (f'<section class="{classes}" id="{piece.anchor}" data-hunk="{h.number}" data-op="{h.tag}" '
+                f'data-a="{h.i1}-{h.i2}" data-b="{h.j1}-{h.j2}" data-part="{piece.part}/{len(h.pieces)}">'
+                f'{head}{self.rows(piece.rows)}</section>')
+
+    def is_prose(self, row: Row) -> bool:
+        return any(n is not None and n not in code and text[n - 1].strip()
+                   for n, code, text in ((row.a, self.diff.code_a, self.diff.text_a),
+                                         (row.b, self.diff.code_b, self.diff.text_b)))
+
+    def same(self, same: Same, before: bool, after: bool) -> str:
+        """An unchanged run: CONTEXT lines next to each change shown, the rest folded."""
+        if not len(same):
+            return ""
+        head = CONTEXT if before else 0
+        tail = CONTEXT if after else 0
+        if len(same) <= head + tail + 2:
+            return f'<div class="same">{self.same_rows(same.i1, same.i2, same.j1, same.j2)}</div>'
+        parts = []
+        if head:
+            parts.append(self.same_rows(same.i1, same.i1 + head, same.j1, same.j1 + head))
+        i1, i2, j1, j2 = same.i1 + head, same.i2 - tail, same.j1 + head, same.j2 - tail
+        n = i2 - i1
+        parts.append(f'<details class="fold"><summary>{n} unchanged lines ({esc(self.diff.a.name)} {i1 + 1}-{i2}, '
+                     f'{esc(self.diff.b.name)} {j1 + 1}-{j2})</summary>{self.same_rows(i1, i2, j1, j2)}</details>')
+        if tail:
+            parts.append(self.same_rows(same.i2 - tail, same.i2, same.j2 - tail, same.j2))
+        return f'<div class="same">{"".join(parts)}</div>'
+
+    def fold(self, fold: Fold) -> str:
+        where = []
+        for side, blocks in (("a", fold.blocks_a), ("b", fold.blocks_b)):
+            name = self.diff.a.name if side == "a" else self.diff.b.name
+            for c in blocks:
+                where.append(f"{esc(name)} {self.link(side, c.first, f'{c.first}-{c.last}')}: {esc(c.target)}")
+        body = self.items(fold.items)
+        classes = "copied" + (" prose-only" if fold.prose_only else "")
+        hunks = sorted({p.hunk.number for p in fold.pieces})
+        return (f'<details class="{classes}" id="{fold.anchor}"><summary>{esc(fold.summary)}'
+                f' <span class="hs">(hunk{"s" * (len(hunks) > 1)} {", ".join(f"#{h}" for h in hunks)})</span>'
+                f'</summary><p class="blocks">{"; ".join(where)}</p>{body}</details>')
+
+    def items(self, items: list) -> str:
+        out = []
+        for k, item in enumerate(items):
+            if isinstance(item, Same):
+                out.append(self.same(item, before=k > 0, after=k + 1 < len(items)))
+            elif isinstance(item, Piece):
+                out.append(self.piece(item))
+            else:
+                out.append(self.fold(item))
+        return "".join(out)
+
+
+def _markdown(text: str) -> str:
+    """One README paragraph or item as inline HTML; links to a lesson's line go to its page, other relative
+    links (files the site does not hold) become plain text."""
+    import markdown
+
+    html = markdown.markdown(text)
+    html = re.sub(r"^<p>(.*)</p>$", r"\1", html.strip(), flags=re.S)
+
+    def fix(match):
+        href, inner = match.group(1), match.group(2)
+        lesson = re.match(r"^(ppo_\w+)\.py#L(\d+)$", href)
+        if lesson:
+            return f'<a href="../lessons/{lesson.group(1)}.html#L{lesson.group(2)}">{inner}</a>'
+        if re.match(r"^https?://", href):
+            return match.group(0)
+        return inner
+
+    return re.sub(r'<a href="([^"]*)">(.*?)</a>', fix, html, flags=re.S)
+
+
+def readme_html(diff: PairDiff, pair: ReadmePair | None) -> tuple[str, list[tuple[str, Piece | None]]]:
+    """README's list for the pair, each item followed by a link to its hunk; also (item, piece) for each item."""
+    if pair is None:
+        return "", []
+    links, lis = [], []
+    for item in pair.items:
+        piece = item_target(diff, item)
+        links.append((item, piece))
+        to = (f' <a class="to-hunk" href="#{piece.anchor}">&rarr; #{piece.hunk.number}</a>' if piece else "")
+        lis.append(f"<li>{_markdown(item)}{to}</li>")
+    return (f'<section class="readme"><p>{_markdown(pair.heading)}</p><ul>{"".join(lis)}</ul>'
+            f'<p class="from">(README.md, "Comparing the variants")</p></section>'), links
+
+
+def render_pair(diff: PairDiff, pair: ReadmePair | None = None) -> str:
+    """The whole page of one pair's diff (it sits in diffs/, one folder below the site's root)."""
+    h = _Html(diff)
+    a, b = diff.a.name, diff.b.name
+    title = f"{a} -> {b}"
+    readme, _ = readme_html(diff, pair)
+    counts = diff.counts()
+    files = " ".join(
+        f'<span class="file">{label} <b>{esc(name)}</b>: <a href="../lessons/{Path(name).stem}.html">lesson</a>, '
+        f'<a href="../raw/{esc(name)}">raw</a></span>' for label, name in (("from", a), ("to", b)))
+    legend = ('<p class="legend"><span class="rd">removed</span> <span class="ri">added</span> '
+              '<span class="rd rp">prose line</span> <del>changed</del>/<ins>changed</ins> characters; '
+              'a copied block that differs is one line that opens to its diff</p>')
+    summary = (f'<p class="counts">{len(diff.hunks)} hunks: {counts["code"]} code, {counts["prose"]} prose-only '
+               f'(comments, docstrings, help texts, blank lines), {counts["copied"]} inside copied blocks; '
+               f'{counts["folds"]} copied block{"s" * (counts["folds"] != 1)} folded</p>')
+    switch = ('<input type="checkbox" id="hide-prose" class="hide-prose">'
+              '<label for="hide-prose" class="hide-prose">Hide prose-only changes</label>')
+    body = (f'<h1>{esc(title)}</h1><p class="files">{files}</p>{readme}{summary}{legend}{switch}'
+            f'<div class="diff">{h.items(diff.stream)}</div>')
+    return page(title, body, depth=1, extra_css=("diff.css",))
+
+
+def build_diff_pages(out: Path, root: Path) -> list[Path]:
+    """Write out/diffs/<a stem>--<b stem>.html for every neighbour pair; return the paths written."""
+    readme = (root / "README.md").read_text(encoding="utf-8") if (root / "README.md").is_file() else ""
+    pairs = readme_pairs(readme)
+    lessons: dict[str, Lesson] = {}
+    written = []
+    (out / "diffs").mkdir(parents=True, exist_ok=True)
+    for a, b in NEIGHBOURS:
+        for name in (a, b):
+            if name not in lessons:
+                lessons[name] = read_lesson(root / name)
+        path = out / "diffs" / page_name(a, b)
+        path.write_text(render_pair(diff_lessons(lessons[a], lessons[b]), pairs.get((a, b))), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+__all__ = ["Row", "Piece", "Hunk", "Same", "Fold", "PairDiff", "DiffPage", "ReadmePair", "diff_lessons",
+           "diff_files", "opcodes", "char_changes", "readme_pairs", "item_target", "render_pair", "page_name",
+           "diff_pages", "pair_pages", "build_diff_pages"]

@@ -1,0 +1,101 @@
+"""The equations the lessons cite, in LaTeX, and where a comment cites them.
+
+The scripts keep their math in plain text (the editor is the first way to read them); the site typesets it
+beside the comment that cites it. One table holds every equation: the paper's (Schulman et al. 2017,
+arXiv:1707.06347), numbered as there, and GAE's (Schulman et al. 2016, arXiv:1506.02438, section 3).
+
+They are typeset once per build by KaTeX under Node.js (render/katex/render.js): the page gets KaTeX's HTML and
+its stylesheet and fonts, vendored into the site's assets, so reading a page fetches nothing and runs no math
+JavaScript. Chosen over MathML from latex2mathml, which in Chromium misplaced the hats and did not stretch the
+brackets of eq. 7.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+KATEX = Path(__file__).resolve().parent / "katex"
+
+
+@dataclass(frozen=True)
+class Equation:
+    key: str  # "7", ..., "GAE"
+    label: str  # as the box names it
+    tex: str
+
+
+EQUATIONS = {eq.key: eq for eq in [
+    Equation("6", "paper eq. 6", r"L^{CPI}(\theta) = \hat{\mathbb{E}}_t\!\left[\frac{\pi_\theta(a_t \mid s_t)}"
+             r"{\pi_{\theta_\text{old}}(a_t \mid s_t)}\,\hat{A}_t\right] = \hat{\mathbb{E}}_t\!\left[r_t(\theta)\,"
+             r"\hat{A}_t\right]"),
+    Equation("7", "paper eq. 7", r"L^{CLIP}(\theta) = \hat{\mathbb{E}}_t\!\left[\min\!\left(r_t(\theta)\,\hat{A}_t,\;"
+             r"\operatorname{clip}\!\left(r_t(\theta),\,1-\epsilon,\,1+\epsilon\right)\hat{A}_t\right)\right]"),
+    Equation("8", "paper eq. 8", r"L^{KLPEN}(\theta) = \hat{\mathbb{E}}_t\!\left[\frac{\pi_\theta(a_t \mid s_t)}"
+             r"{\pi_{\theta_\text{old}}(a_t \mid s_t)}\,\hat{A}_t - \beta\,\mathrm{KL}\!\left[\pi_{\theta_\text{old}}"
+             r"(\cdot \mid s_t),\,\pi_\theta(\cdot \mid s_t)\right]\right]"),
+    Equation("9", "paper eq. 9", r"L^{CLIP+VF+S}_t(\theta) = \hat{\mathbb{E}}_t\!\left[L^{CLIP}_t(\theta) - c_1\,"
+             r"L^{VF}_t(\theta) + c_2\,S[\pi_\theta](s_t)\right],\quad L^{VF}_t = \left(V_\theta(s_t) - "
+             r"V^\text{targ}_t\right)^2"),
+    Equation("11", "paper eq. 11", r"\hat{A}_t = \delta_t + (\gamma\lambda)\,\delta_{t+1} + \cdots + "
+             r"(\gamma\lambda)^{T-t+1}\,\delta_{T-1}"),
+    Equation("12", "paper eq. 12", r"\delta_t = r_t + \gamma\,V(s_{t+1}) - V(s_t)"),
+    Equation("GAE", "GAE, section 3", r"\hat{A}_t^{\mathrm{GAE}(\gamma,\lambda)} = \sum_{l=0}^{\infty}"
+             r"(\gamma\lambda)^l\,\delta^V_{t+l}"),
+]}
+
+# "eq. 7", "eqs. 7, 9, 11, 12", "eqs. 7-9", "eq. 9's": the numbers a comment cites.
+_CITE = re.compile(r"\beqs?\.\s*((?:\d+\s*(?:[-,]|and)?\s*)+)")
+_GAE = re.compile(r"Generalized Advantage Estimation|\[GAE\]")
+
+
+def cited(text: str) -> list[str]:
+    """The keys of EQUATIONS that `text` cites, in the table's order: the paper's equations by number (a range
+    "7-9" cites 7, 8 and 9), GAE's where the text names it ("Generalized Advantage Estimation" or "[GAE]")."""
+    numbers = set()
+    for match in _CITE.finditer(text):
+        for part in re.split(r",|and", match.group(1)):
+            part = part.strip()
+            if "-" in part:
+                low, high = (int(x) for x in part.split("-")[:2] if x.strip())
+                numbers.update(str(n) for n in range(low, high + 1))
+            elif part.isdigit():
+                numbers.add(part)
+    if _GAE.search(text):
+        numbers.add("GAE")
+    return [key for key in EQUATIONS if key in numbers]
+
+
+def typeset(keys: list[str] | None = None) -> dict[str, str]:
+    """{key: KaTeX's HTML} for the equations (all of them by default), typeset by Node.js in one call."""
+    node = shutil.which("node")
+    if node is None:
+        raise RuntimeError("the site's math is typeset by KaTeX under Node.js: install Node.js (node) first")
+    if not (KATEX / "node_modules" / "katex").is_dir():
+        npm = shutil.which("npm")
+        if npm is None:
+            raise RuntimeError("KaTeX is not installed: run npm ci --prefix render/katex (npm not found)")
+        subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--silent"], cwd=KATEX, check=True)
+    tex = {key: EQUATIONS[key].tex for key in (keys or list(EQUATIONS))}
+    done = subprocess.run([node, str(KATEX / "render.js")], input=json.dumps(tex), capture_output=True, text=True,
+                          cwd=KATEX)
+    if done.returncode != 0:
+        raise RuntimeError(f"KaTeX failed: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ''}")
+    return json.loads(done.stdout)
+
+
+def vendor(assets: Path) -> None:
+    """KaTeX's stylesheet and its woff2 fonts into assets/katex/ (the stylesheet's woff and ttf fallbacks
+    removed: every browser that runs the site reads woff2, and nothing it names is missing)."""
+    dist = KATEX / "node_modules" / "katex" / "dist"
+    target = assets / "katex"
+    (target / "fonts").mkdir(parents=True, exist_ok=True)
+    css = (dist / "katex.min.css").read_text()
+    css = re.sub(r',url\(fonts/[^)]+\.(?:woff|ttf)\) format\("(?:woff|truetype)"\)', "", css)
+    (target / "katex.min.css").write_text(css)
+    for font in sorted((dist / "fonts").glob("*.woff2")):
+        shutil.copyfile(font, target / "fonts" / font.name)

@@ -1,0 +1,139 @@
+"""The index page (the reading path, the results with their curves, the implementation-details map linking into
+the lesson pages) and the benchmark record's page, both from the files that hold them: the scripts' docstrings,
+README.md's results section, common.details_map's table and benchmarks/README.md. Links between repository files
+become links between pages: a script's `ppo_x.py#L12` goes to `lessons/ppo_x.html#L12`, `benchmarks/README.md#a`
+to `benchmarks.html#a`; any other file of the repository is copied under raw/ and linked there."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from urllib.parse import unquote
+
+from common import details_map
+from render.html import esc, page
+from render.lesson import markdown_without_html, render_markdown
+from render.source import SCRIPTS, one_line_lesson, read_lesson, usage_command
+
+_LINK = re.compile(r"(!?\[[^\]]*\])\(([^)\s]+)\)")
+
+
+def github_slug(text: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped but for - and _, spaces to -."""
+    text = re.sub(r"<[^>]+>", "", text).strip().lower()
+    return re.sub(r"\s", "-", re.sub(r"[^\w\- ]", "", text))
+
+
+def heading_ids(html: str) -> str:
+    """Give each h1-h6 of rendered Markdown its GitHub anchor (a repeated heading gets -1, -2, ... as there)."""
+    seen: dict[str, int] = {}
+
+    def named(match: re.Match) -> str:
+        level, inner = match.group(1), match.group(2)
+        base = github_slug(inner)
+        count = seen.get(base, 0)
+        seen[base] = count + 1
+        anchor = base if count == 0 else f"{base}-{count}"
+        return f'<h{level} id="{esc(anchor)}">{inner}</h{level}>'
+
+    return re.sub(r"<h([1-6])>(.*?)</h\1>", named, html)
+
+
+class Links:
+    """Rewrites a Markdown file's links into the site, copying the repository files they name under raw/."""
+
+    def __init__(self, root: Path, out: Path):
+        self.root, self.out = root, out
+
+    def href(self, target: str, base: Path) -> str:
+        """The site's href, from the site's root, for `target` as written in a Markdown file in folder `base`."""
+        if re.match(r"^[a-z]+:", target) or target.startswith("#"):
+            return target
+        path, _, fragment = target.partition("#")
+        file = (base / unquote(path)).resolve()
+        relative = file.relative_to(self.root).as_posix()
+        hash_part = f"#{fragment}" if fragment else ""
+        if relative in SCRIPTS:
+            return f"lessons/{relative[:-3]}.html{hash_part}"
+        if relative == "benchmarks/README.md":
+            return f"benchmarks.html{hash_part}"
+        if relative == "README.md":
+            return f"index.html{hash_part}"
+        copy = self.out / "raw" / relative
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        if file.is_dir():
+            return f"raw/{relative}/" if (copy / "index.html").exists() else self._folder(file, relative)
+        shutil.copyfile(file, copy)
+        return f"raw/{relative}{hash_part}"
+
+    def _folder(self, folder: Path, relative: str) -> str:
+        """A listing page for a linked folder, its files copied beside it."""
+        items = []
+        for file in sorted(folder.iterdir()):
+            if file.is_file():
+                (self.out / "raw" / relative).mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(file, self.out / "raw" / relative / file.name)
+                items.append(f'<li><a href="{esc(file.name)}">{esc(file.name)}</a></li>')
+        depth = relative.count("/") + 2
+        listing = page(relative, f"<h1>{esc(relative)}/</h1><ul>{''.join(items)}</ul>", depth=depth)
+        (self.out / "raw" / relative / "index.html").write_text(listing)
+        return f"raw/{relative}/index.html"
+
+    def markdown(self, text: str, base: Path, up: str = "") -> str:
+        """`text` (Markdown from a file in `base`) with its links rewritten; `up` prefixes them for a page below
+        the root."""
+        return _LINK.sub(lambda m: f"{m.group(1)}({up}{self.href(m.group(2), base)})"
+                         if not m.group(2).startswith("#") else m.group(0), text)
+
+
+def readme_section(readme: str, title: str) -> str:
+    """The body of README's `## title` section, up to the next `## ` heading."""
+    start = readme.index(f"## {title}\n") + len(f"## {title}\n")
+    end = readme.find("\n## ", start)
+    return readme[start:end if end != -1 else len(readme)]
+
+
+def render_table_markdown(text: str) -> str:
+    """Markdown with tables (README's results and the details map)."""
+    return markdown_without_html(["tables", "fenced_code"]).convert(text)
+
+
+def index_page(root: Path, out: Path, diff_pages: list[tuple[str, str, str]]) -> str:
+    """`diff_pages`: (from script, to script, href) of every neighbour pair's page."""
+    links = Links(root, out)
+    path = []
+    for number, script in enumerate(SCRIPTS, start=1):
+        lesson = read_lesson(root / script)
+        diffs = " ".join(f'<a href="{esc(href)}">diff against {esc(a)}</a>' for a, b, href in diff_pages if b == script)
+        path.append(f'<li><a href="lessons/{script[:-3]}.html"><code>{script}</code></a>: '
+                    f"{esc(one_line_lesson(lesson))} <code>{esc(usage_command(lesson))}</code> {diffs}</li>")
+    pairs = "".join(f'<li><a href="{esc(href)}"><code>{esc(a)}</code> -&gt; <code>{esc(b)}</code></a></li>'
+                    for a, b, href in diff_pages)
+    readme = (root / "README.md").read_text()
+    results = links.markdown(readme_section(readme, "Results at a glance"), root)
+    details = links.markdown(details_map.table(root), root)
+    body = (
+        "<h1>Learn, run and compare PPO</h1>"
+        "<p>Five lessons, one file each, read top to bottom and diffed against their neighbours. Each lesson page "
+        "puts the script's notes beside its code, with the equations the notes cite typeset; each diff page shows "
+        "what a variant changes.</p>"
+        f'<h2 id="reading-path">The reading path</h2><ol class="path">{"".join(path)}</ol>'
+        f'<h2 id="comparing-the-variants-diff-two-lessons">Comparing the variants: diff two lessons</h2>'
+        f'<ul class="pairs">{pairs}</ul><p>In a terminal: <code>python -m render.diff cartpole lunarlander '
+        "--hide-prose</code> (copied blocks folded to a line each, prose-only changes hidden).</p>"
+        f'<h2 id="results-at-a-glance">Results at a glance</h2><div class="md">{render_table_markdown(results)}</div>'
+        f'<h2 id="the-implementation-details-map">The implementation-details map</h2><div class="md wide-table">'
+        f"{render_table_markdown(details)}</div>"
+        '<p>The full record, with the commands behind every figure: <a href="benchmarks.html">benchmarks</a>.</p>'
+    )
+    return page("Index", body, depth=0)
+
+
+def benchmarks_page(root: Path, out: Path) -> str:
+    links = Links(root, out)
+    text = links.markdown((root / "benchmarks" / "README.md").read_text(), root / "benchmarks")
+    return page("Benchmarks", f'<div class="md">{heading_ids(render_table_markdown(text))}</div>', depth=0)
+
+
+__all__ = ["index_page", "benchmarks_page", "github_slug", "render_markdown"]

@@ -1,0 +1,282 @@
+"""A lesson's page: the script top to bottom, its prose in a column beside the code it explains.
+
+Every line of the script is on the page once, in order, under an anchor named as the line is numbered in the file
+(`#L151` is line 151, the twin of README's `ppo_cartpole.py#L151`):
+
+- prose (the comments that stand on their own lines, the module's, classes' and functions' docstrings) is
+  rendered as Markdown in the left column, beside the code that follows it; a line's anchor sits where its text
+  starts in the rendered note;
+- code is highlighted by Pygments, with the file's line numbers;
+- an equation that a row cites (its notes, its trailing comments or its help texts: "eq. 7", "eqs. 7-9",
+  "Generalized Advantage Estimation") is typeset beside it, from render.equations' table;
+- a checked copy (`# Copied from common.<module>.<Name>`) is folded (HTML `details`) under a line that names the
+  original and the other lessons carrying the same copy; the plumbing below the fence is folded under the fence.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from dataclasses import dataclass, field
+
+import markdown
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import PythonLexer
+
+from render.equations import EQUATIONS, cited
+from render.html import esc, page
+from render.source import Copy, Lesson, carriers
+
+_INLINE_HEADING = re.compile(r"^-{3}\s+(.*?)\s*-*$")  # "# --- Rollout: ... -----" inside train()
+
+
+@dataclass
+class Row:
+    """Lines first..last: `note` lines (prose) then `code` lines, both possibly empty."""
+
+    note: list[int] = field(default_factory=list)
+    code: list[int] = field(default_factory=list)
+    kind: str = "row"  # "row", "heading" (a section banner), "marker" (a copied block's first line), "fence"
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def _kind(lesson: Lesson, n: int, headings: set[int], fence: set[int], markers: set[int]) -> str:
+    if n in fence:
+        return "fence"
+    if n in headings:
+        return "heading"
+    if n in markers:
+        return "marker"
+    return "prose" if n in lesson.prose else "code"
+
+
+def rows(lesson: Lesson, first: int, last: int) -> list[Row]:
+    """Lines first..last as rows: a prose block and the code that follows it (until the next prose block)."""
+    headings = {n + d for n, _ in lesson.sections for d in (-1, 0, 1)}
+    fence = set(range(lesson.fence[0], lesson.fence[1] + 1)) if lesson.fence else set()
+    markers = {copy.first for copy in lesson.copies}
+    docstring_ends = {first_line: last_line for first_line, last_line in lesson.docstrings.values()}
+    out: list[Row] = []
+    n = first
+    while n <= last:
+        kind = _kind(lesson, n, headings, fence, markers)
+        if kind in ("heading", "fence", "marker"):
+            group = [n]
+            while n + 1 <= last and _kind(lesson, n + 1, headings, fence, markers) == kind and kind != "marker":
+                n += 1
+                group.append(n)
+            out.append(Row(note=group, kind=kind))
+        elif kind == "prose":
+            end = docstring_ends.get(n, n)
+            if not out or out[-1].kind != "row" or out[-1].code:
+                out.append(Row())
+            out[-1].note.extend(range(n, end + 1))
+            n = end
+        else:
+            if not out or out[-1].kind != "row":
+                out.append(Row())
+            out[-1].code.append(n)
+        n += 1
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Prose
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _docstring_markdown(text: str) -> str:
+    """A docstring's plain-text layout as Markdown: an unindented line followed by indented ones is a heading
+    (shown bold), the indented lines its paragraphs; the lines under "Usage" are commands (a code block)."""
+    lines = inspect.cleandoc(text).splitlines()
+    out, in_usage = [], False
+    for i, line in enumerate(lines):
+        following = lines[i + 1] if i + 1 < len(lines) else ""
+        if line and not line[0].isspace() and following.startswith("    "):
+            if in_usage:
+                out.append("```")
+            in_usage = line.strip() == "Usage"
+            out += ["", f"**{line.strip()}**", ""] + (["```"] if in_usage else [])
+            continue
+        if in_usage and not line.strip():
+            out.append("```")
+            in_usage = False
+        line = line[4:] if line.startswith("    ") else line
+        if re.match(r"^\[\w+\] ", line):  # a reference, "[PPO] Schulman et al. ...": one item each
+            line = "- " + line
+        out.append(line if in_usage else _no_numbered_list(line))
+    if in_usage:
+        out.append("```")
+    return "\n".join(out)
+
+
+def _no_numbered_list(line: str) -> str:
+    """"3. the value loss": Markdown would renumber it as an item of a list from 1; it stays the text's own."""
+    return re.sub(r"^(\s*\d+)\. ", r"\1\\. ", line)
+
+
+def _comment_markdown(texts: list[str]) -> str:
+    lines = []
+    for text in texts:
+        body = text.strip()[1:]
+        body = body[1:] if body.startswith(" ") else body
+        heading = _INLINE_HEADING.match(body)
+        lines.append(f"\n#### {heading.group(1)}\n" if heading else _no_numbered_list(body))
+    return "\n".join(lines)
+
+
+def markdown_without_html(extensions: list[str]) -> markdown.Markdown:
+    """A Markdown converter that takes no raw HTML: `<run>` in runs/<run>/ is text, not a tag."""
+    md = markdown.Markdown(extensions=extensions)
+    md.preprocessors.deregister("html_block")
+    md.inlinePatterns.deregister("html")
+    return md
+
+
+_MD = markdown_without_html(["fenced_code"])
+
+
+def render_markdown(text: str) -> str:
+    _MD.reset()
+    return _MD.convert(text)
+
+
+def _anchors(lines: list[int]) -> str:
+    return "".join(f'<span class="anchor" id="L{n}"></span>' for n in lines)
+
+
+def note_html(lesson: Lesson, lines: list[int]) -> str:
+    """The rendered prose of `lines` (one docstring, or a run of comments and docstrings), every line's anchor
+    at its start."""
+    if not lines:
+        return ""
+    parts, i = [], 0
+    while i < len(lines):
+        n = lines[i]
+        if n in lesson.docstrings:
+            first, last = lesson.docstrings[n]
+            text = "\n".join(lesson.lines[first - 1:last])
+            quote = text.lstrip()[:3]
+            body = text.strip()[3:-3] if quote in ('"""', "'''") else text.strip()
+            parts.append(_anchors(list(range(first, last + 1))) + render_markdown(_docstring_markdown(body)))
+            i += last - first + 1
+        else:
+            run = []
+            while i < len(lines) and lines[i] not in lesson.docstrings:
+                run.append(lines[i])
+                i += 1
+            parts.append(_anchors(run) + render_markdown(_comment_markdown([lesson.lines[m - 1] for m in run])))
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Code and equations
+# ---------------------------------------------------------------------------------------------------------
+
+
+def highlighted_lines(lesson: Lesson) -> list[str]:
+    """Pygments' HTML of each line (spans closed at each line's end), index n - 1 for line n."""
+    html = highlight("\n".join(lesson.lines) + "\n", PythonLexer(), HtmlFormatter(nowrap=True))
+    return html.split("\n")
+
+
+def code_html(lines: list[int], highlighted: list[str]) -> str:
+    if not lines:
+        return ""
+    # Each line a block of its own (no newline between them, which would add an empty line box).
+    body = "".join(f'<span class="line" id="L{n}"><a class="ln" href="#L{n}">{n}</a>{highlighted[n - 1]}</span>'
+                   for n in lines)
+    return f'<pre class="code hl">{body}</pre>'
+
+
+def row_equations(lesson: Lesson, row: Row) -> list[str]:
+    text = "\n".join(lesson.lines[n - 1] for n in row.note + row.code)
+    return cited(text)
+
+
+def equation_html(key: str, typeset: dict[str, str]) -> str:
+    return (f'<figure class="eq" data-eq="{esc(key)}">{typeset[key]}'
+            f"<figcaption>{esc(EQUATIONS[key].label)}</figcaption></figure>")
+
+
+def row_html(lesson: Lesson, row: Row, highlighted: list[str], typeset: dict[str, str]) -> str:
+    if row.kind == "heading":  # a section banner: its title as a heading, its three lines as anchors
+        title = lesson.lines[row.note[1] - 1][2:].strip() if len(row.note) == 3 else ""
+        return (f'<section class="heading" id="sec-{slug(title)}" data-lines="{row.note[0]}-{row.note[-1]}">'
+                f"{_anchors(row.note)}<h2>{esc(title)}</h2></section>")
+    notes = note_html(lesson, row.note)
+    equations = "".join(equation_html(key, typeset) for key in row_equations(lesson, row))
+    lines = row.note + row.code
+    span = f"{lines[0]}-{lines[-1]}" if lines else ""
+    if not row.code:
+        return f'<section class="row wide" data-lines="{span}"><div class="note">{notes}{equations}</div></section>'
+    return (f'<section class="row" data-lines="{span}"><div class="note">{notes}{equations}</div>'
+            f'<div class="src">{code_html(row.code, highlighted)}</div></section>')
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The page
+# ---------------------------------------------------------------------------------------------------------
+
+
+def copy_summary(lesson: Lesson, copy: Copy) -> str:
+    others = [script for script in carriers(copy.target) if script != lesson.name]
+    lessons = ", ".join(f'<a href="{s[:-3]}.html">{s}</a>' for s in others)
+    shared = f"the same copy in {lessons}" if others else "no other lesson carries it"
+    return (f'{_anchors([copy.first])}<code>{esc(lesson.lines[copy.first - 1].strip())}</code> '
+            f'<span class="copy-what">{copy.last - copy.first} lines below; the original is <code>{esc(copy.name)}</code> '
+            f'in <a href="../raw/{esc(copy.module)}">{esc(copy.module)}</a>; {shared}</span>')
+
+
+def body_html(lesson: Lesson, first: int, last: int, highlighted: list[str], typeset: dict[str, str]) -> str:
+    """Lines first..last, copied blocks folded."""
+    parts, n = [], first
+    copies = [c for c in lesson.copies if first <= c.first <= last]
+    for copy in copies:
+        if n < copy.first:
+            parts += [row_html(lesson, r, highlighted, typeset) for r in rows(lesson, n, copy.first - 1)]
+        inner = "".join(row_html(lesson, r, highlighted, typeset) for r in rows(lesson, copy.first + 1, copy.last))
+        parts.append(f'<details class="copy" data-target="{esc(copy.target)}" data-lines="{copy.first}-{copy.last}">'
+                     f"<summary>{copy_summary(lesson, copy)}</summary>{inner}</details>")
+        n = copy.last + 1
+    if n <= last:
+        parts += [row_html(lesson, r, highlighted, typeset) for r in rows(lesson, n, last)]
+    return "".join(parts)
+
+
+# A line's link opens the folded blocks around it (Chromium opens them for a fragment itself; this covers the
+# others). No math here: the equations are typeset when the site is built.
+OPEN_TARGET = """<script>
+function openTarget() {
+  const target = location.hash && document.getElementById(location.hash.slice(1));
+  for (let node = target; node; node = node.parentElement) if (node.tagName === "DETAILS") node.open = true;
+  if (target) target.scrollIntoView();
+}
+addEventListener("hashchange", openTarget); addEventListener("DOMContentLoaded", openTarget);
+</script>"""
+
+
+def lesson_page(lesson: Lesson, typeset: dict[str, str], neighbours: list[tuple[str, str]]) -> str:
+    """The whole page. `neighbours`: (href, title) of the diff pages this lesson is in."""
+    highlighted = highlighted_lines(lesson)
+    total = len(lesson.lines)
+    end_of_lesson = lesson.fence[0] - 1 if lesson.fence else total
+    body = body_html(lesson, 1, end_of_lesson, highlighted, typeset)
+    if lesson.fence:
+        first, last = lesson.fence
+        fence_text = " ".join(line.lstrip("# ").strip() for line in lesson.lines[first:last - 1])
+        plumbing = body_html(lesson, last + 1, total, highlighted, typeset)
+        body += (f'<details class="plumbing" id="sec-the-plumbing" data-lines="{first}-{total}"><summary>'
+                 f'{_anchors(list(range(first, last + 1)))}<span class="fence">{esc(fence_text)}</span></summary>'
+                 f"{plumbing}</details>")
+    menu = "".join(f'<li><a href="#sec-{slug(title)}">{esc(title)}</a></li>' for _, title in lesson.sections)
+    links = [f'<li><a href="../raw/{lesson.name}">{lesson.name} (the raw file)</a></li>']
+    links += [f'<li><a href="{esc(href)}">{esc(title)}</a></li>' for href, title in neighbours]
+    nav = (f'<nav class="parts" aria-label="parts of the lesson"><ul>{menu}</ul><ul class="more">{"".join(links)}</ul>'
+           "</nav>")
+    content = f'<h1>{esc(lesson.name)}</h1>{nav}<div class="lesson" data-script="{lesson.name}">{body}</div>'
+    return page(lesson.name, content + OPEN_TARGET, depth=1, katex=True)

@@ -1,0 +1,175 @@
+"""The lessons' site (render/): the lesson pages hold every line of their script once and in order, the cited
+equations typeset beside the lines that cite them, the copied blocks folded with exactly their lines; every link
+and anchor of every page resolves; the same files build the same site. The diff pages: tests/test_site_diffs.py;
+in a real browser: tests/test_site_browser.py."""
+
+import re
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from render import equations
+from render.source import SCRIPTS, read_lesson
+from tests.conftest import ROOT
+from tests.site_pages import parse, words
+
+
+def lesson_tree(site: Path, script: str):
+    return parse(site / "lessons" / f"{script[:-3]}.html")
+
+
+def line_ids(tree) -> list[int]:
+    return [int(i[1:]) for i in tree.ids() if re.fullmatch(r"L\d+", i)]
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_every_line_once_and_in_order(site, script):
+    lines = (ROOT / script).read_text().splitlines()
+    tree = lesson_tree(site, script)
+    assert line_ids(tree) == list(range(1, len(lines) + 1))
+    lesson = read_lesson(ROOT / script)
+    # A code line's text is the line itself (its number aside); a note's text keeps every word of its lines.
+    for node in tree.find_all("span", cls="line"):
+        n = int(node.attrs["id"][1:])
+        assert n not in lesson.prose
+        assert node.text(skip=lambda child: "ln" in child.classes()) == lines[n - 1], f"line {n}"
+    for row in tree.find_all("section", cls="row"):
+        first, last = (int(x) for x in row.attrs["data-lines"].split("-"))
+        prose = [n for n in range(first, last + 1) if n in lesson.prose]
+        note = row.find_all("div", cls="note")[0]
+        rendered = note.text(skip=lambda child: child.tag == "figure")
+        source = " ".join(lines[n - 1].strip().lstrip("#").replace('"""', "") for n in prose)
+        assert words(rendered) == words(source), f"{script} lines {first}-{last}"
+
+
+def ancestor(node, tag):
+    while node is not None and node.tag != tag:
+        node = node.parent
+    return node
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_each_cited_equation_is_typeset_beside_its_line(site, script):
+    lines = (ROOT / script).read_text().splitlines()
+    tree = lesson_tree(site, script)
+    by_id = {node.attrs["id"]: node for node in tree.walk() if "id" in node.attrs}
+    checked = 0
+    for n, line in enumerate(lines, start=1):
+        keys = equations.cited(line)
+        if not keys:
+            continue
+        row = ancestor(by_id[f"L{n}"], "section")
+        boxes = {box.attrs["data-eq"] for box in row.find_all("figure", cls="eq")}
+        assert set(keys) <= boxes, f"{script}:{n} cites {keys}, its row typesets {sorted(boxes)}"
+        for box in row.find_all("figure", cls="eq"):
+            assert box.find_all(cls="katex"), "a box without KaTeX's HTML"
+        checked += 1
+    assert checked >= 8  # every lesson cites the paper's equations in a good many places
+
+
+def test_equation_citations_are_read_as_written():
+    assert equations.cited("the paper's L^{CLIP+VF+S}, eq. 9") == ["9"]
+    assert equations.cited("arXiv:1707.06347 (eqs. 7-9, 11, 12,") == ["7", "8", "9", "11", "12"]
+    assert equations.cited("(eqs. 7, 11, 12)") == ["7", "11", "12"]
+    assert equations.cited("Generalized Advantage Estimation over a rollout") == ["GAE"]
+    assert equations.cited("equal to 7 or a sequence. 9") == []
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_a_folded_block_holds_exactly_its_copied_lines(site, script):
+    lesson = read_lesson(ROOT / script)
+    tree = lesson_tree(site, script)
+    blocks = tree.find_all("details", cls="copy")
+    assert [b.attrs["data-lines"] for b in blocks] == [f"{c.first}-{c.last}" for c in lesson.copies]
+    for block, copy in zip(blocks, lesson.copies):
+        assert line_ids(block) == list(range(copy.first, copy.last + 1))
+        summary = block.find_all("summary")[0]
+        assert line_ids(summary) == [copy.first]  # the marker line, always in sight
+        assert copy.module in summary.text() and copy.target in summary.text()
+        assert block.attrs.get("open") is None  # folded
+    plumbing = tree.find_all("details", cls="plumbing")
+    assert len(plumbing) == 1 and line_ids(plumbing[0])[0] == lesson.fence[0]
+    assert line_ids(plumbing[0])[-1] == len(lesson.lines)
+
+
+def site_pages(site: Path) -> list[Path]:
+    return sorted(site.rglob("*.html"))
+
+
+def test_every_link_and_anchor_resolves(site):
+    pages = site_pages(site)
+    assert len(pages) >= 5 + 4 + 2
+    ids = {page: set(parse(page).ids()) for page in pages}
+    broken = []
+    for page in pages:
+        tree = parse(page)
+        refs = [(n.attrs["href"]) for n in tree.walk() if n.tag in ("a", "link") and "href" in n.attrs]
+        refs += [n.attrs["src"] for n in tree.walk() if "src" in n.attrs]
+        for ref in refs:
+            url = urlparse(ref)
+            if url.scheme in ("http", "https", "mailto"):
+                continue
+            assert not url.scheme and not url.netloc, f"{page.name}: {ref}"
+            target = (page.parent / unquote(url.path)).resolve() if url.path else page
+            if not target.is_file():
+                broken.append(f"{page.relative_to(site)}: {ref} (no such file)")
+            elif url.fragment and target.suffix == ".html" and url.fragment not in ids.get(target, set()):
+                broken.append(f"{page.relative_to(site)}: {ref} (no such anchor)")
+    assert not broken, "\n".join(broken[:20])
+
+
+def test_readme_links_into_scripts_have_twins_in_the_lesson_pages(site):
+    """Every `ppo_x.py#Ln` of README (the implementation-details map) is a line anchor of lessons/ppo_x.html, and
+    the index's copy of the map links there."""
+    readme = (ROOT / "README.md").read_text()
+    links = re.findall(r"\((ppo_\w+\.py)#L(\d+)\)", readme)
+    assert len(links) > 50
+    index = parse(site / "index.html")
+    hrefs = {n.attrs["href"] for n in index.find_all("a") if "href" in n.attrs}
+    for script, line in links:
+        assert f"L{line}" in set(lesson_tree(site, script).ids())
+        assert f"lessons/{script[:-3]}.html#L{line}" in hrefs
+
+
+def test_index_has_the_reading_path_results_and_map(site):
+    index = parse(site / "index.html")
+    path = index.find_all("ol", cls="path")[0]
+    assert [a.attrs["href"] for a in path.find_all("a") if a.attrs["href"].startswith("lessons/")] == [
+        f"lessons/{s[:-3]}.html" for s in SCRIPTS]
+    text = index.text()
+    for script in SCRIPTS:
+        assert f"python {script}" in text
+    images = [n.attrs["src"] for n in index.find_all("img")]
+    assert any(src.endswith("ppo_cartpole.png") for src in images)
+    assert "clipped surrogate objective" in text  # the map
+
+
+def test_the_build_is_deterministic(site, tmp_path):
+    from render.__main__ import build
+
+    build(tmp_path / "again")
+    first = {p.relative_to(site): p.read_bytes() for p in site.rglob("*") if p.is_file()}
+    second = {p.relative_to(tmp_path / "again"): p.read_bytes() for p in (tmp_path / "again").rglob("*")
+              if p.is_file()}
+    assert first.keys() == second.keys()
+    assert [name for name in first if first[name] != second[name]] == []
+
+
+def test_no_page_is_over_its_size(site):
+    """The issue's bound: the largest page with the assets it loads is under 1.5 MB (fonts: the KaTeX fonts a
+    page may load, all of them counted)."""
+    assets = sum(p.stat().st_size for p in (site / "assets").rglob("*") if p.is_file())
+    largest = max(site_pages(site), key=lambda p: p.stat().st_size)
+    assert largest.stat().st_size + assets < 1.5e6, (largest, largest.stat().st_size, assets)
+
+
+def test_nothing_on_a_page_is_fetched_from_elsewhere(site):
+    for page in site_pages(site):
+        text = page.read_text()
+        for ref in re.findall(r'(?:src|href)="([^"]+)"', text):
+            if ref.startswith(("http:", "https:")):
+                assert re.search(rf'<a [^>]*href="{re.escape(ref)}"', text), f"{page.name} loads {ref}"
+        assert "@import" not in text
+    css = "".join(p.read_text() for p in (site / "assets").rglob("*.css"))
+    assert "http" not in re.sub(r"/\*.*?\*/", "", css, flags=re.S).replace("http://www.w3.org", "")
