@@ -70,16 +70,25 @@ def cited(text: str) -> list[str]:
     return [key for key in EQUATIONS if key in numbers]
 
 
+def install_katex() -> None:
+    """KaTeX as render/katex/package-lock.json pins it, into render/katex/node_modules (ignored by git), once."""
+    if (KATEX / "node_modules" / "katex" / "dist").is_dir():
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        raise RuntimeError("KaTeX is not installed and there is no npm to install it: install Node.js and npm")
+    done = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--silent"], cwd=KATEX, capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"npm ci in {KATEX} failed: {(done.stderr.strip().splitlines() or [''])[-1]}")
+
+
 def typeset(keys: list[str] | None = None) -> dict[str, str]:
     """{key: KaTeX's HTML} for the equations (all of them by default), typeset by Node.js in one call."""
     node = shutil.which("node")
     if node is None:
         raise RuntimeError("the site's math is typeset by KaTeX under Node.js: install Node.js (node) first")
-    if not (KATEX / "node_modules" / "katex").is_dir():
-        npm = shutil.which("npm")
-        if npm is None:
-            raise RuntimeError("KaTeX is not installed: run npm ci --prefix render/katex (npm not found)")
-        subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--silent"], cwd=KATEX, check=True)
+    install_katex()
     tex = {key: EQUATIONS[key].tex for key in (keys or list(EQUATIONS))}
     done = subprocess.run([node, str(KATEX / "render.js")], input=json.dumps(tex), capture_output=True, text=True,
                           cwd=KATEX)
@@ -91,6 +100,7 @@ def typeset(keys: list[str] | None = None) -> dict[str, str]:
 def vendor(assets: Path) -> None:
     """KaTeX's stylesheet and its woff2 fonts into assets/katex/ (the stylesheet's woff and ttf fallbacks
     removed: every browser that runs the site reads woff2, and nothing it names is missing)."""
+    install_katex()
     dist = KATEX / "node_modules" / "katex" / "dist"
     target = assets / "katex"
     (target / "fonts").mkdir(parents=True, exist_ok=True)

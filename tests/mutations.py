@@ -41,6 +41,7 @@ class Mutation:
     edits: list[tuple[str, str]]  # (text, replacement): each applied wherever the text occurs in a ppo_*.py
     tests: list[str]  # pytest node ids (a test function without parameters selects all of them)
     after: list[str] = field(default_factory=list)  # a `python` command to run in the scratch copy once mutated
+    files: str = "ppo_*.py"  # the files the edits apply to (a glob from the root): the site's mutate render/
 
 
 MUTATIONS = [
@@ -136,6 +137,24 @@ MUTATIONS = [
              "only check of that sign: the fingerprint, whose values it moves by 4 times their tolerance)",
              [("- args.ent_coef * entropy_loss", "+ args.ent_coef * entropy_loss")],
              ["tests/test_fingerprint.py::test_every_script_logs_what_its_fingerprint_recorded"]),
+    # The lessons' site (render/): what its tests promise a reader.
+    Mutation("site-note-line-dropped", "lesson page: the first line of every run of comments left out of its note",
+             [("render_markdown(_comment_markdown([lesson.lines[m - 1] for m in run]))",
+               "render_markdown(_comment_markdown([lesson.lines[m - 1] for m in run][1:]))")],
+             ["tests/test_site.py::test_every_line_once_and_in_order"], files="render/lesson.py"),
+    Mutation("site-code-citations-untypeset", "lesson page: equations cited in code lines (trailing comments, help "
+             "texts) get no box", [("for n in row.note + row.code)", "for n in row.note)")],
+             ["tests/test_site.py::test_each_cited_equation_is_typeset_beside_its_line"], files="render/lesson.py"),
+    Mutation("site-copies-unfolded", "lesson page: copied blocks shown at full length, not folded",
+             [("copies = [c for c in lesson.copies if first <= c.first <= last]", "copies = []")],
+             ["tests/test_site.py::test_a_folded_block_holds_exactly_its_copied_lines"], files="render/lesson.py"),
+    Mutation("diff-prose-counted-as-code", "diff page: every hunk a code change, none prose-only",
+             [("hunk.prose_only = _code_equal(a_nums, b_nums, code_a, code_b)", "hunk.prose_only = False"),
+              ("piece.prose_only = hunk.prose_only or _code_equal(", "piece.prose_only = False and _code_equal(")],
+             ["tests/test_site_diffs.py"], files="render/diffs.py"),
+    Mutation("diff-switch-inert", "diff page: the switch hides nothing (its CSS rule aims at no element)",
+             [("input.hide-prose:checked ~ .diff .prose-only", "input.hide-prose:checked ~ .nothing .prose-only")],
+             ["tests/test_site_browser.py::test_the_switch_hides_prose_only_hunks"], files="render/static/diff.css"),
 ]
 
 
@@ -160,18 +179,19 @@ def pytest(scratch: Path, tests: list[str], timeout: float, first_failure: bool 
 
 
 def apply(scratch: Path, mutation: Mutation) -> tuple[dict[Path, str], list[str]]:
-    """Mutate every script holding the mutation's texts; return the originals of the files it changed and the
+    """Mutate every script (or other file the mutation names) holding the mutation's texts; return the originals of the files it changed and the
     texts found in no script."""
     originals, unmatched = {}, []
     for text, replacement in mutation.edits:
         found = False
-        for script in sorted(scratch.glob("ppo_*.py")):
+        for script in sorted(scratch.glob(mutation.files)):
             source = script.read_text()
             if text in source:
                 found = True
                 originals.setdefault(script, source)
                 mutated = source.replace(text, replacement)
-                compile(mutated, str(script), "exec")  # a mutation must stay valid Python: a SyntaxError is no catch
+                if script.suffix == ".py":  # a mutation must stay valid Python: a SyntaxError is no catch
+                    compile(mutated, str(script), "exec")
                 script.write_text(mutated)
         if not found:
             unmatched.append(text)
