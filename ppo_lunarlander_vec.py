@@ -787,7 +787,7 @@ def load_checkpoint(path: str) -> dict:
     if ckpt["script"] != SCRIPT:
         fail(f"{path} was written by {ckpt['script']}, not {SCRIPT}")
     missing = {"optimizer", "global_step", "iteration", "schedule", "rng"} - ckpt.keys()
-    if missing:
+    if missing and ckpt.get("policy") is not True:  # (a policy file holds the weights alone: benchmarks/ship.py)
         fail(f"{path} is an incomplete checkpoint (no {', '.join(sorted(missing))})")
     return ckpt
 
@@ -842,6 +842,9 @@ def args_from_checkpoint(args: Args) -> tuple[Args, dict]:
     """--resume / --play: the checkpoint's Args become the defaults, and the flags given override them."""
     path = args.resume or args.play
     ckpt = load_checkpoint(path)
+    if args.resume and ckpt.get("policy") is True:
+        fail(f"{path} is a policy file: it holds no optimizer, annealing schedule or random generators, so it can "
+             f"only be played (--play {path}), not resumed")
     saved = {k: v for k, v in ckpt["args"].items() if k in {f.name for f in dataclasses.fields(Args)}}
     defaults = dataclasses.replace(Args(**saved), resume=args.resume, play=args.play)
     args = tyro.cli(Args, default=defaults, description=__doc__)

@@ -245,8 +245,10 @@ def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None)
         float32_space = gym.spaces.Box(space.low.astype(np.float32), space.high.astype(np.float32), dtype=np.float32)
         env = gym.wrappers.TransformObservation(env, lambda obs: obs.astype(np.float32), float32_space)
     if video_folder:
-        # Frames are drawn off-screen (rgb_array): tell SDL not to look for a display, which it would complain of.
+        # Frames are drawn off-screen (rgb_array): tell SDL not to look for a display, which it would complain of,
+        # and MuJoCo to draw through EGL, which needs none (its default, GLFW, fails without one).
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+        os.environ.setdefault("MUJOCO_GL", "egl")
         env = gym.wrappers.RecordVideo(env, video_folder, episode_trigger=video_trigger)
     # The agent stores and scores the action it sampled; only the env sees it clipped ([37] continuous detail 5).
     # Storing the clipped action instead would score a sample pi never drew (its log-prob would be wrong).
@@ -988,7 +990,7 @@ def load_checkpoint(path: str) -> dict:
     if ckpt["script"] != SCRIPT:
         fail(f"{path} was written by {ckpt['script']}, not {SCRIPT}")
     missing = {"optimizer", "reward_scaler", "kl_beta", "global_step", "iteration", "schedule", "rng"} - ckpt.keys()
-    if missing:
+    if missing and ckpt.get("policy") is not True:  # (a policy file holds the weights alone: benchmarks/ship.py)
         fail(f"{path} is an incomplete checkpoint (no {', '.join(sorted(missing))})")
     return ckpt
 
@@ -1043,6 +1045,9 @@ def args_from_checkpoint(args: Args) -> tuple[Args, dict]:
     """--resume / --play: the checkpoint's Args become the defaults, and the flags given override them."""
     path = args.resume or args.play
     ckpt = load_checkpoint(path)
+    if args.resume and ckpt.get("policy") is True:
+        fail(f"{path} is a policy file: it holds no optimizer, annealing schedule or random generators, so it can "
+             f"only be played (--play {path}), not resumed")
     saved = {k: v for k, v in ckpt["args"].items() if k in {f.name for f in dataclasses.fields(Args)}}
     defaults = dataclasses.replace(Args(**saved), resume=args.resume, play=args.play)
     args = tyro.cli(Args, default=defaults, description=__doc__)

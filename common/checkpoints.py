@@ -9,6 +9,10 @@ where several scripts do it word for word:
   ppo_pendulum_continuous.py
 - restore_agent, args_from_checkpoint: every script
 
+A policy file (`python benchmarks/ship.py export`) is a checkpoint cut down to what --play needs: "script", "args",
+"agent" (the weights and the statistics kept as buffers), "global_step", "source" and "policy": True.
+load_checkpoint reads it; args_from_checkpoint refuses to --resume it.
+
 Like wrappers.py and resume.py, this module holds the originals of checked copies, and no script imports it: each
 copy sits in its script under `# Copied from common.checkpoints.<name>`, `python -m common.check_copies` fails when
 one drifts and `--fix` rewrites it from here. The names used below but neither defined nor imported here are the
@@ -59,7 +63,7 @@ def load_checkpoint(path: str) -> dict:
     if ckpt["script"] != SCRIPT:
         fail(f"{path} was written by {ckpt['script']}, not {SCRIPT}")
     missing = {"optimizer", "global_step", "iteration", "schedule", "rng"} - ckpt.keys()
-    if missing:
+    if missing and ckpt.get("policy") is not True:  # (a policy file holds the weights alone: benchmarks/ship.py)
         fail(f"{path} is an incomplete checkpoint (no {', '.join(sorted(missing))})")
     return ckpt
 
@@ -96,6 +100,9 @@ def args_from_checkpoint(args: Args) -> tuple[Args, dict]:
     """--resume / --play: the checkpoint's Args become the defaults, and the flags given override them."""
     path = args.resume or args.play
     ckpt = load_checkpoint(path)
+    if args.resume and ckpt.get("policy") is True:
+        fail(f"{path} is a policy file: it holds no optimizer, annealing schedule or random generators, so it can "
+             f"only be played (--play {path}), not resumed")
     saved = {k: v for k, v in ckpt["args"].items() if k in {f.name for f in dataclasses.fields(Args)}}
     defaults = dataclasses.replace(Args(**saved), resume=args.resume, play=args.play)
     args = tyro.cli(Args, default=defaults, description=__doc__)

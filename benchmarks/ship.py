@@ -1,0 +1,236 @@
+"""Ship a trained policy: a run's checkpoint cut down to a small policy file that `--play` loads, and a GIF of it.
+
+A checkpoint (runs/<run>/checkpoint.pt) holds everything --resume needs: the weights, the optimizer's state, the
+step count, the annealing schedule and every random generator. A policy file holds what --play needs and no more:
+
+    {"script", "args", "agent", "policy": True, "global_step", "source"}
+
+"agent" is the network's state_dict, so the statistics kept as its buffers come with it (ppo_pendulum_continuous.py's
+observation normalization, obs_rms); "source" says which run and command it came from. The weights keep their
+dtype (float32): the policy file's are the checkpoint's, bit for bit. Each script's load_checkpoint reads a policy
+file; --resume refuses it with one line and exit code 2 (it holds no optimizer). The files of the lessons' best
+runs are in agents/, beside their GIFs.
+
+Usage, from the repository root:
+
+    python benchmarks/ship.py export runs/<run>/checkpoint.pt agents/cartpole.pt    # the policy file
+    python benchmarks/ship.py gif agents/cartpole.pt agents/cartpole.gif          # its first episode, as a GIF
+    python benchmarks/ship.py gifs                                                 # every agents/*.pt's GIF again
+    python ppo_cartpole.py --play agents/cartpole.pt --episodes 5 --capture-video  # watch it (MP4s)
+
+`export` writes atomically (a temporary file, then a rename); `--source TEXT` replaces the "source" string it
+writes by default (the run folder, the step and the command line that trains the same run). `gif` runs the
+script's own `--play` path (its main(), one episode; greedy for the MLP lessons, sampled from pi for the pixel
+ones, as their --play does) with the frames taken where the script would record its video: every k-th frame,
+downscaled to `--width` pixels, at most `--seconds` of the episode in real time, about `--fps` frames a second,
+so that a GIF is small (agents/' four: 28 to 486 KB). `gif` sets MUJOCO_GL=egl where no display is set (MuJoCo renders off-screen).
+
+The runs behind agents/ (on 2 CPU cores shared with a Breakout run; the commands of benchmarks/README.md, each
+lesson's best seed there), each then exported with `export` and drawn with `gif`:
+
+    agents/cartpole.pt     python ppo_cartpole.py --seed 1
+    agents/lunarlander.pt  python ppo_lunarlander_vec.py --seed 2
+    agents/pendulum.pt     python ppo_pendulum_continuous.py --seed 2 --clip-vloss    (--objective clip: the default)
+    agents/hopper.pt       python ppo_pendulum_continuous.py --env-id Hopper-v5 --seed 3 --exp-name table1-clip0.2
+                               --total-timesteps 1000000 --num-envs 8 --num-steps 256 --learning-rate 3e-4
+                               --update-epochs 10 --minibatch-size 64 --gamma 0.99 --gae-lambda 0.95 --ent-coef 0
+                               --eval-every 0 --checkpoint-every 25 --objective clip --clip-coef 0.2
+                           (benchmarks/mujoco_grid.py's run of Hopper-v5, clip0.2, seed 3)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import importlib
+import io
+import math
+import os
+import sys
+import typing
+from pathlib import Path
+from unittest import mock
+
+import gymnasium as gym
+import torch
+import tyro
+from PIL import Image
+
+ROOT = Path(__file__).resolve().parent.parent
+AGENTS = ROOT / "agents"
+# What --play needs of a checkpoint; the rest (optimizer, iteration, schedule, rng, ...) stays behind.
+KEPT = ("script", "args", "agent", "global_step")
+# Flags of a run that are not part of the command that trains it again.
+NOT_TRAINING = {"resume", "play", "episodes"}
+# Colours per GIF frame: 64 of GIF's 256 are enough for these scenes, and make Hopper's moving checkerboard half the
+# bytes (925 KB -> 486 KB at 240 px).
+COLORS = 64
+SUPPRESSED = typing.get_args(tyro.conf.Suppress[int])[1]  # the mark of a derived field (not a flag)
+
+
+def fail(message: str) -> None:
+    print(f"ship.py: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def load_script(script: str):
+    """The lesson `script` (e.g. "ppo_cartpole.py") as a module, imported from the repository root."""
+    if not (ROOT / script).is_file():
+        fail(f"{script} is not one of this library's scripts (no {ROOT / script})")
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    return importlib.import_module(script[: -len(".py")])
+
+
+def command_line(ppo, args: dict) -> str:
+    """The command that trains the run whose Args are `args`: its seed and every flag that differs from the
+    script's default (a derived field, or one only --play and --resume read, is left out)."""
+    default = ppo.Args()
+    flags = [f"--seed {args['seed']}"]
+    for field in dataclasses.fields(default):
+        name = field.name
+        if (name in NOT_TRAINING or name == "seed" or name not in args or args[name] == getattr(default, name)
+                or SUPPRESSED in getattr(field.type, "__metadata__", ())):
+            continue
+        flag = "--" + name.replace("_", "-")
+        if isinstance(args[name], bool):
+            flags.append(flag if args[name] else "--no-" + flag[2:])
+        elif args[name] is not None:
+            flags.append(f"{flag} {args[name]}")
+    return f"python {ppo.SCRIPT} {' '.join(flags)}"
+
+
+def policy_of(ckpt: dict, checkpoint: str, source: str = None) -> dict:
+    """The policy file of checkpoint `ckpt` (read from the path `checkpoint`)."""
+    if not isinstance(ckpt, dict) or not set(KEPT) <= ckpt.keys():
+        fail(f"{checkpoint} is not a checkpoint of this library (it needs {', '.join(KEPT)})")
+    if ckpt.get("policy") is True:
+        fail(f"{checkpoint} is already a policy file")
+    if source is None:
+        run = Path(checkpoint).resolve().parent.name
+        command = command_line(load_script(ckpt["script"]), ckpt["args"])
+        resumed = " (resumed on the way)" if ckpt["args"].get("resume") else ""
+        source = f"{run}, step {ckpt['global_step']:,}; trained by `{command}`{resumed}; exported by benchmarks/ship.py"
+    policy = {name: ckpt[name] for name in KEPT}
+    policy.update(policy=True, source=source)
+    return policy
+
+
+def export(checkpoint: str, out: str, source: str = None) -> dict:
+    """Write the policy file of `checkpoint` to `out`, atomically. Returns what it wrote."""
+    if not os.path.isfile(checkpoint):
+        fail(f"no checkpoint at {checkpoint}")
+    try:
+        ckpt = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    except Exception as e:  # truncated, not a torch file, objects that weights_only refuses
+        fail(f"{checkpoint} is not a readable checkpoint ({type(e).__name__})")
+    policy = policy_of(ckpt, checkpoint, source)
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    torch.save(policy, out + ".tmp")
+    os.replace(out + ".tmp", out)
+    return policy
+
+
+def frame_grabber(frames: list, returns: list, seconds: float, fps: float, width: int):
+    """A stand-in for gym.wrappers.RecordVideo, for the script to put where it puts its recorder: it keeps every
+    k-th rendered frame (k = the env's frame rate / fps, rounded), downscaled to `width` pixels and COLORS colours,
+    for the first `seconds` of the episode, in `frames`, and sums the rewards it sees into returns[0]."""
+
+    class FrameGrabber(gym.Wrapper):
+        def __init__(self, env, video_folder=None, episode_trigger=None, fps=None, **kwargs):
+            super().__init__(env)
+            self.rate = fps or env.metadata.get("render_fps", 30)  # frames per step the script records
+            self.every = max(1, round(self.rate / grab_fps))
+            self.steps, self.limit = 0, math.ceil(seconds * self.rate)
+            returns[:] = [0.0, 1000.0 * self.every / self.rate]  # the return so far; ms per GIF frame
+            # A MuJoCo task's default camera here stays where it starts (a free camera given a body to track, which
+            # only a tracking camera does): Hopper leaves the picture within 2 s. Its model's own "track" camera,
+            # where it has one, follows the body.
+            renderer = getattr(env.unwrapped, "mujoco_renderer", None)
+            if renderer is not None and renderer.camera_id == -1:
+                import mujoco
+
+                renderer.camera_id = mujoco.mj_name2id(renderer.model, mujoco.mjtObj.mjOBJ_CAMERA, "track")
+
+        def grab(self) -> None:
+            if self.steps % self.every == 0 and self.steps < self.limit:
+                image = Image.fromarray(self.env.render())
+                if image.width > width:
+                    image = image.resize((width, round(image.height * width / image.width)), Image.LANCZOS)
+                frames.append(image.quantize(colors=COLORS))
+
+        def reset(self, **kwargs):
+            result = self.env.reset(**kwargs)
+            self.grab()
+            return result
+
+        def step(self, action):
+            result = self.env.step(action)
+            self.steps += 1
+            returns[0] += float(result[1])
+            self.grab()
+            return result
+
+    grab_fps = fps
+    return FrameGrabber
+
+
+def gif(policy_path: str, out: str, seconds: float = 10.0, fps: float = 12.0, width: int = 240) -> dict:
+    """Play the first --play episode of `policy_path` through its script's main() and write its GIF to `out`
+    (atomically). Returns {"frames", "return", "bytes"}."""
+    if not os.path.isfile(policy_path):
+        fail(f"no policy file at {policy_path}")
+    script = torch.load(policy_path, map_location="cpu", weights_only=True).get("script")
+    ppo = load_script(script)
+    if sys.platform == "linux" and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        os.environ.setdefault("MUJOCO_GL", "egl")  # (GLFW, MuJoCo's default, needs a display)
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    frames, returns = [], []
+    argv = [script, "--play", policy_path, "--episodes", "1", "--capture-video"]
+    printed = io.StringIO()
+    with mock.patch.object(gym.wrappers, "RecordVideo", frame_grabber(frames, returns, seconds, fps, width)), \
+            mock.patch.object(sys, "argv", argv), contextlib.redirect_stdout(printed):
+        ppo.main()
+    episode = next((line for line in printed.getvalue().splitlines() if line.startswith("episode 1/1")), "")
+    if not frames:
+        fail(f"{script} --play {policy_path} drew no frames")
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    with open(out + ".tmp", "wb") as f:
+        frames[0].save(f, format="GIF", save_all=True, append_images=frames[1:], duration=round(returns[1]),
+                       loop=0, optimize=True)
+    os.replace(out + ".tmp", out)
+    return {"frames": len(frames), "return": returns[0], "bytes": os.path.getsize(out), "episode": episode}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    p = commands.add_parser("export", help="write the policy file of a run's checkpoint")
+    p.add_argument("checkpoint", help="runs/<run>/checkpoint.pt")
+    p.add_argument("out", help="the policy file to write, e.g. agents/cartpole.pt")
+    p.add_argument("--source", help='the "source" string (default: the run folder, step and command)')
+    for name, about in (("gif", "write the GIF of a policy file's first --play episode"),
+                        ("gifs", "write the GIF of every agents/*.pt, beside it")):
+        p = commands.add_parser(name, help=about)
+        if name == "gif":
+            p.add_argument("policy", help="a policy file (or a checkpoint)")
+            p.add_argument("out", help="the GIF to write")
+        p.add_argument("--seconds", type=float, default=10.0, help="how much of the episode, in real time")
+        p.add_argument("--fps", type=float, default=12.0, help="about this many GIF frames per second")
+        p.add_argument("--width", type=int, default=240, help="frames wider than this are scaled down to it")
+    args = parser.parse_args()
+    if args.command == "export":
+        policy = export(args.checkpoint, args.out, args.source)
+        print(f"{args.out}: {os.path.getsize(args.out):,} bytes, {policy['source']}")
+        return
+    jobs = [(args.policy, args.out)] if args.command == "gif" else [
+        (str(path), str(path.with_suffix(".gif"))) for path in sorted(AGENTS.glob("*.pt"))]
+    for policy, out in jobs:
+        made = gif(policy, out, args.seconds, args.fps, args.width)
+        print(f"{out}: {made['bytes']:,} bytes, {made['frames']} frames; "
+              f"{made['episode'] or 'return ' + str(made['return'])}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""The trained policies shipped in agents/ (benchmarks/ship.py): each plays through its script's own --play; a
+policy file, of any script, can be played but not resumed; and `ship.py export` keeps a checkpoint's weights bit
+for bit and nothing that only --resume needs.
+
+The plays run in this process, through each script's main() (a subprocess would add seconds of `import torch`
+per file): an MLP lesson's first episode whole, greedy and seeded, so its return is the same every time; a pixel
+lesson's game is cut at MAX_FRAMES emulator frames (its time limit, through gym.make) to keep it to seconds.
+"""
+
+import dataclasses
+import functools
+import importlib
+import importlib.util
+import re
+import sys
+
+import gymnasium as gym
+import pytest
+import torch
+import tyro
+
+from conftest import ROOT, SCHEDULE
+
+_spec = importlib.util.spec_from_file_location("ship", ROOT / "benchmarks" / "ship.py")
+ship = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ship)
+
+SHIPPED = sorted((ROOT / "agents").glob("*.pt"))
+# The least the first --play episode of each shipped file must score, far above a random policy's (CartPole
+# about 22, LunarLander about -180, Pendulum about -1,200, Hopper 16.7: benchmarks/README.md) and below what the
+# file scores (the report of the session that shipped them, and `python <script> --play agents/<file>`).
+FLOORS = {"cartpole.pt": 475.0, "lunarlander.pt": 200.0, "pendulum.pt": -400.0, "hopper.pt": 1000.0}
+PIXEL_SCRIPTS = ("ppo_breakout_atari.py", "ppo_mario_cnn.py")
+MAX_FRAMES = 1_000  # a pixel lesson's game, cut here (250 agent steps of 4 frames)
+SCRIPTS = ["ppo_cartpole", "ppo_lunarlander_vec", "ppo_pendulum_continuous", "ppo_breakout_atari", "ppo_mario_cnn"]
+# Command lines each script accepts on cheap envs (conftest's counting envs for the MLP scripts).
+TINY_VECTOR = ["--num-envs", "2", "--num-steps", "16", "--minibatch-size", "16", "--total-timesteps", "64"]
+TINY = {
+    "ppo_cartpole": ["--env-id", "CountingTest-v0", "--total-timesteps", "64", "--num-steps", "32",
+                     "--minibatch-size", "16"],
+    "ppo_lunarlander_vec": ["--env-id", "CountingTest-v0", *TINY_VECTOR],
+    "ppo_pendulum_continuous": ["--env-id", "CountingContinuousTest-v0", *TINY_VECTOR],
+    "ppo_breakout_atari": [*TINY_VECTOR, "--vectorization-mode", "sync", "--no-cuda"],
+    "ppo_mario_cnn": [*TINY_VECTOR, "--vectorization-mode", "sync", "--no-cuda"],
+}
+
+
+@pytest.fixture
+def restored(monkeypatch):
+    """main() sets torch's threads; put them back afterwards. sys.argv too (run_main sets it)."""
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+def run_main(ppo, argv: list[str], capsys) -> tuple[object, str, str]:
+    """The script's main() with `argv`: (exit code, or "returned"; stdout; stderr)."""
+    sys.argv = [ppo.SCRIPT, *argv]
+    capsys.readouterr()
+    try:
+        ppo.main()
+        outcome = "returned"
+    except SystemExit as e:
+        outcome = e.code
+    out, err = capsys.readouterr()
+    return outcome, out, err
+
+
+def test_every_lesson_ships_a_policy():
+    assert set(FLOORS) <= {path.name for path in SHIPPED}
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda path: path.name)
+def test_a_shipped_policy_plays_its_first_episode(path, capsys, monkeypatch, restored):
+    policy = torch.load(path, map_location="cpu", weights_only=True)
+    assert policy["policy"] is True and {"script", "args", "agent", "global_step", "source"} <= policy.keys()
+    assert not {"optimizer", "optimizers", "rng", "schedule", "iteration"} & policy.keys()
+    ppo = importlib.import_module(policy["script"][: -len(".py")])
+    if policy["script"] in PIXEL_SCRIPTS:
+        monkeypatch.setattr(gym, "make", functools.partial(gym.make, max_episode_steps=MAX_FRAMES))
+    outcome, out, err = run_main(ppo, ["--play", str(path), "--episodes", "1"], capsys)
+    assert outcome == "returned", err
+    episode = re.search(r"^episode 1/1: return (-?[\d.]+), length (\d+)", out, re.MULTILINE)
+    assert episode, out
+    assert int(episode[2]) > 0
+    if path.name in FLOORS:
+        assert float(episode[1]) >= FLOORS[path.name], out
+
+
+def tiny_checkpoint(ppo) -> dict:
+    """A checkpoint as the script writes one (tiny stand-in weights), for its TINY command line."""
+    optimizer_key = "optimizers" if ppo.__name__ == "ppo_mario_cnn" else "optimizer"
+    args = dataclasses.asdict(tyro.cli(ppo.Args, args=TINY[ppo.__name__]))
+    ckpt = {"script": ppo.SCRIPT, "args": args, "agent": {"weight": torch.arange(2000.0)}, optimizer_key: {"s": 1},
+            "global_step": 64, "iteration": 1, "schedule": SCHEDULE, "rng": {}}
+    if ppo.__name__ == "ppo_pendulum_continuous":  # its reward statistics and the KL penalty's beta too
+        ckpt.update(reward_scaler={}, kl_beta=1.0)
+    return ckpt
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_a_policy_file_plays_but_does_not_resume(script, tmp_path, capsys, monkeypatch, restored):
+    ppo = importlib.import_module(script)
+    monkeypatch.chdir(tmp_path)
+    torch.save(tiny_checkpoint(ppo), tmp_path / "checkpoint.pt")
+    policy = str(tmp_path / "policy.pt")
+    ship.export(str(tmp_path / "checkpoint.pt"), policy)
+
+    outcome, out, err = run_main(ppo, ["--resume", policy, *TINY[script]], capsys)
+    assert outcome == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith(f"{ppo.SCRIPT}: error: {policy} is a policy file") and "can only be played" in err
+    assert not (tmp_path / "runs").exists()
+    # --play reads it (the stand-in weights then do not fit the network: a real file plays, test above)
+    outcome, out, err = run_main(ppo, ["--play", policy], capsys)
+    assert outcome == 2 and len(err.splitlines()) == 1, err
+    assert "does not fit this one" in err
+    # ...where a checkpoint cut down by hand, without "policy": True, is still refused as incomplete
+    torch.save({**torch.load(policy, weights_only=True), "policy": False}, tmp_path / "cut.pt")
+    outcome, out, err = run_main(ppo, ["--play", str(tmp_path / "cut.pt")], capsys)
+    assert outcome == 2 and "is an incomplete checkpoint" in err
+
+
+def test_export_keeps_the_weights_and_nothing_for_resume(tmp_path, capsys):
+    """A real (tiny) CartPole run's checkpoint, exported through ship.py's command line."""
+    import ppo_cartpole
+
+    args = ppo_cartpole.Args(env_id="CountingTest-v0", hidden_size=8)
+    agent = ppo_cartpole.Agent(ppo_cartpole.make_env(args), args.hidden_size)
+    optimizer = torch.optim.Adam(agent.parameters())
+    checkpoint = tmp_path / "run" / "checkpoint.pt"
+    checkpoint.parent.mkdir()
+    ppo_cartpole.save_checkpoint(str(checkpoint), args, agent, optimizer, 512, 2, SCHEDULE)
+    out = tmp_path / "agents" / "cartpole.pt"
+    sys_argv = sys.argv
+    try:
+        sys.argv = ["ship.py", "export", str(checkpoint), str(out)]
+        ship.main()
+    finally:
+        sys.argv = sys_argv
+    assert str(out) in capsys.readouterr().out
+    assert [p.name for p in out.parent.iterdir()] == ["cartpole.pt"]  # no temporary file left
+    ckpt = torch.load(checkpoint, weights_only=True)
+    policy = torch.load(out, weights_only=True)
+    assert set(policy) == {"script", "args", "agent", "policy", "global_step", "source"}
+    assert policy["policy"] is True and policy["global_step"] == 512 and policy["args"] == ckpt["args"]
+    assert policy["agent"].keys() == ckpt["agent"].keys()
+    for name, tensor in ckpt["agent"].items():
+        assert policy["agent"][name].dtype == tensor.dtype and torch.equal(policy["agent"][name], tensor), name
+    assert "run, step 512" in policy["source"] and "python ppo_cartpole.py --seed 1 --env-id CountingTest-v0" \
+        " --hidden-size 8" in policy["source"]
+    assert out.stat().st_size < checkpoint.stat().st_size
