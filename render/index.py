@@ -13,7 +13,7 @@ from urllib.parse import unquote
 
 from common import details_map
 from render.html import esc, page
-from render.lesson import markdown_without_html, render_markdown
+from render.lesson import markdown_without_html
 from render.source import SCRIPTS, one_line_lesson, read_lesson, usage_command
 
 _LINK = re.compile(r"(!?\[[^\]]*\])\(([^)\s]+)\)")
@@ -136,4 +136,4 @@ def benchmarks_page(root: Path, out: Path) -> str:
     return page("Benchmarks", f'<div class="md">{heading_ids(render_table_markdown(text))}</div>', depth=0)
 
 
-__all__ = ["index_page", "benchmarks_page", "github_slug", "render_markdown"]
+__all__ = ["index_page", "benchmarks_page", "github_slug"]

@@ -37,36 +37,31 @@ class Row:
 
     note: list[int] = field(default_factory=list)
     code: list[int] = field(default_factory=list)
-    kind: str = "row"  # "row", "heading" (a section banner), "marker" (a copied block's first line), "fence"
+    kind: str = "row"  # "row", or "heading" (a section banner)
 
 
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def _kind(lesson: Lesson, n: int, headings: set[int], fence: set[int], markers: set[int]) -> str:
-    if n in fence:
-        return "fence"
+def _kind(lesson: Lesson, n: int, headings: set[int]) -> str:
     if n in headings:
         return "heading"
-    if n in markers:
-        return "marker"
     return "prose" if n in lesson.prose else "code"
 
 
 def rows(lesson: Lesson, first: int, last: int) -> list[Row]:
     """Lines first..last as rows: a prose block and the code that follows it (until the next prose block)."""
-    headings = {n + d for n, _ in lesson.sections for d in (-1, 0, 1)}
-    fence = set(range(lesson.fence[0], lesson.fence[1] + 1)) if lesson.fence else set()
-    markers = {copy.first for copy in lesson.copies}
+    headings = {n + d for n, _ in lesson.sections for d in (-1, 0, 1)}  # (the fence and the copies' markers are
+    # never in first..last: lesson_page and body_html put them in their summaries)
     docstring_ends = {first_line: last_line for first_line, last_line in lesson.docstrings.values()}
     out: list[Row] = []
     n = first
     while n <= last:
-        kind = _kind(lesson, n, headings, fence, markers)
-        if kind in ("heading", "fence", "marker"):
+        kind = _kind(lesson, n, headings)
+        if kind == "heading":
             group = [n]
-            while n + 1 <= last and _kind(lesson, n + 1, headings, fence, markers) == kind and kind != "marker":
+            while n + 1 <= last and _kind(lesson, n + 1, headings) == kind:
                 n += 1
                 group.append(n)
             out.append(Row(note=group, kind=kind))
