@@ -489,8 +489,18 @@ class Agent(nn.Module):
     def critic_parameters(self):
         return [*self.critic_cnn.parameters(), *self.critic.parameters()]
 
+    def inputs(self, obs: torch.Tensor) -> torch.Tensor:
+        """uint8 frame stacks [B, 4, 84, 84] as the CNNs read them: scaled to [0, 1], channels-last, and in
+        bfloat16 under --precision bf16 (the type autocast would cast them to for the first convolution). The
+        update converts the whole rollout once, rather than each of its up to 320 minibatches again."""
+        x = obs.contiguous(memory_format=torch.channels_last) / 255.0
+        return x.to(torch.bfloat16) if self.bf16 else x
+
     def features(self, body: nn.Module, x: torch.Tensor) -> torch.Tensor:
-        """The features `body` (actor_cnn or critic_cnn) computes from uint8 frame stacks [B, 4, 84, 84]."""
+        """The features `body` (actor_cnn or critic_cnn) computes from frame stacks [B, 4, 84, 84]: uint8 as the
+        env gives them (converted here), or already converted by inputs()."""
+        if x.dtype == torch.uint8:
+            x = self.inputs(x)
         # Mixed precision (--precision bf16): the CNN, nearly all of the arithmetic, computes in bfloat16
         # (float32's 8 exponent bits, 7 of its 23 mantissa bits), which a CPU with AMX runs faster than float32.
         # Its features come back as float32 for the heads, the log-softmax and the losses. The rollout and the
@@ -498,7 +508,7 @@ class Agent(nn.Module):
         # on a GPU to ~1e-3, whose kernels for the rollout's N samples and the update's minibatches round
         # differently (README: the GPU check).
         with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-            hidden = body(x.contiguous(memory_format=torch.channels_last) / 255.0)
+            hidden = body(x)
         return hidden.float()
 
     def get_value(self, x: torch.Tensor) -> torch.Tensor:
@@ -720,6 +730,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
             torch.as_tensor(x, device=device).flatten(0, 1)
             for x in (rollout.obs, rollout.actions, rollout.logprobs, advantages, returns)
         )
+        b_obs = agent.inputs(b_obs)  # scaled once here, for all the steps of both networks below
 
         # --- Update the policy: up to train_pi_iters gradient steps on L^CLIP + c2 S, stopped by the KL ----
         clipfracs, stop_iter = [], args.train_pi_iters
@@ -748,7 +759,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
                 if args.target_kl is not None and approx_kl > 1.5 * args.target_kl:
                     stop_iter = i
                     break
-                clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean().item())
+                clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())  # (read once, at the log)
 
             mb_advantages = b_advantages[mb]
             if args.norm_adv:
@@ -775,7 +786,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
             "charts/learning_rate": optimizers["pi"].param_groups[0]["lr"], "losses/value_loss": v_loss.item(),
             **({"losses/policy_loss": pg_loss.item(), "losses/entropy": entropy_loss.item(),
                 "losses/old_approx_kl": old_approx_kl.item(), "losses/approx_kl": approx_kl.item(),
-                "losses/clipfrac": np.mean(clipfracs)} if stop_iter > 0 else {}),  # (no step: no policy loss)
+                "losses/clipfrac": np.mean(torch.stack(clipfracs).tolist())} if stop_iter > 0 else {}),  # (no step: no policy loss)
             "losses/explained_variance": explained_variance(returns, rollout.values),
             "losses/stop_iter": stop_iter,  # policy steps taken ([SU]'s StopIter)
         })

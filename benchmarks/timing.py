@@ -61,7 +61,10 @@ class Timers:
 
 
 def load_script(path: Path):
-    """The script as a module (its `if __name__ == "__main__"` block does not run)."""
+    """The script as a module (its `if __name__ == "__main__"` block does not run), importable by name as
+    under `python <script>`, whose folder is then first on sys.path: an async vector env's workers (started by a
+    forkserver that inherits this sys.path) import it to unpickle their env function."""
+    sys.path.insert(0, str(path.resolve().parent))
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[path.stem] = module  # so that pickling (async vector envs) finds it by name

@@ -1,4 +1,5 @@
-"""benchmarks/timing.py: the time breakdown of a tiny CartPole run, which must be the very same run as without it."""
+"""benchmarks/timing.py: the time breakdown of a tiny CartPole run, which must be the very same run as without it;
+and of a run whose envs step in worker processes."""
 
 import re
 import subprocess
@@ -42,6 +43,16 @@ def test_breakdown_of_a_run_identical_to_a_plain_one(tmp_path):
     assert a["global_step"] == b["global_step"] == 512
     for name, tensor in a["agent"].items():
         assert torch.equal(tensor, b["agent"][name]), name
+
+
+def test_breakdown_of_a_run_with_async_envs(tmp_path):
+    """The workers of an AsyncVectorEnv import the script by name, to unpickle their env function: run from
+    anywhere, timing.py must make it importable, as `python <script>` does."""
+    result = subprocess.run([sys.executable, str(TIMING), str(ROOT / "ppo_lunarlander_vec.py"), "--num-envs", "2",
+                             "--vectorization-mode", "async", "--total-timesteps", "256", "--num-steps", "64", "--minibatch-size", "32",
+                             "--eval-every", "0"], cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stderr
+    assert "2 updates; start-up" in result.stdout
 
 
 def test_not_a_script_of_the_library(tmp_path):
