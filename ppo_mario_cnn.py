@@ -219,6 +219,10 @@ class Args:
     """evaluate the policy every this many updates, and after the last one (0: never during training)"""
     eval_episodes: int = 5
     """episodes per evaluation; logged as eval/mean_return, eval/mean_x_pos and eval/flag_rate"""
+    target_flag_rate: Optional[float] = None
+    """end the run after the first evaluation in which Mario reaches the flag in at least this share of the
+    --eval-episodes (0.5 with --eval-episodes 20: in 10 of them), with its checkpoint saved; None: train for
+    --total-timesteps"""
 
     # --- derived at runtime (not command-line flags) ---
     batch_size: tyro.conf.Suppress[int] = 0
@@ -793,13 +797,21 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
 
         # --- Evaluation of the policy, on an env of its own ------------------------------------------------
         last = iteration == args.num_iterations
-        if rank == 0 and args.eval_every and (last or iteration % args.eval_every == 0):
-            evaluate_and_log(args, agent, log, videos, global_step, stopper)
+        if args.eval_every and (last or iteration % args.eval_every == 0):
+            flag_rate = evaluate_and_log(args, agent, log, videos, global_step, stopper) if rank == 0 else None
+            if args.target_flag_rate is not None:  # the level cleared often enough: this update is the last
+                reached = flag_rate is not None and flag_rate >= args.target_flag_rate
+                # (rank 0 evaluated; the ranks end at the same update, so it tells them)
+                last = last or all_ranks_mean(torch.tensor(float(reached), device=device), args).item() > 0
+                if reached:
+                    tqdm.tqdm.write(f"--target-flag-rate {args.target_flag_rate} reached: the run ends here")
 
         # --- Checkpoint -------------------------------------------------------------------------------------
         stopper.snapshot = checkpoint_state(args, agent, optimizers, global_step, iteration, schedule)  # (every rank)
         if rank == 0 and (last or (args.checkpoint_every and iteration % args.checkpoint_every == 0)):
             save_checkpoint(checkpoint_path, stopper.snapshot)
+        if last:
+            break
 
     end_of_run(log, envs, checkpoint_path, stopper)
 
@@ -900,6 +912,12 @@ def check_args(args: Args) -> None:
         fail(f"--total-timesteps ({args.total_timesteps}) is less than one rollout of every rank (--num-envs "
              f"{args.num_envs} x --num-steps {args.num_steps} x {args.world_size} ranks = "
              f"{batch_size * args.world_size})")
+    for name, value in given("target_flag_rate"):  # (Mario's: a share of the evaluation episodes)
+        if not 0.0 < value <= 1.0:
+            fail(f"--target-flag-rate is a share of the evaluation episodes, in (0, 1]; got {value}")
+        if not args.eval_every:
+            fail("--target-flag-rate ends the run after an evaluation, and --eval-every 0 evaluates never: give "
+                 "--eval-every N")
 
 
 # Copied from common.distributed.check_resume
@@ -1253,10 +1271,12 @@ def evaluate(args: Args, agent: Agent, episodes: int, video_folder: Optional[str
     return returns, lengths, x_positions, flags
 
 
-def evaluate_and_log(args: Args, agent: Agent, log: RunLog, videos: str, global_step: int, stopper: Stopper) -> None:
+def evaluate_and_log(args: Args, agent: Agent, log: RunLog, videos: str, global_step: int,
+                     stopper: Stopper) -> Optional[float]:
     """Play --eval-episodes episodes (recorded under videos/eval-<step>/ with --capture-video), log their mean
     return, length and x position and how often Mario reached the flag, and say it above the progress bar. A
-    Ctrl-C gives the episodes up, and nothing is logged."""
+    Ctrl-C gives the episodes up, and nothing is logged. Returns the share of the episodes that reached the flag
+    (None after a Ctrl-C)."""
     video_folder = os.path.join(videos, f"eval-{global_step}") if args.capture_video else None
     eval_returns, eval_lengths, eval_x, eval_flags = evaluate(args, agent, args.eval_episodes, video_folder,
                                                               should_stop=lambda: stopper.requested)
@@ -1268,6 +1288,8 @@ def evaluate_and_log(args: Args, agent: Agent, log: RunLog, videos: str, global_
         tqdm.tqdm.write(f"step {global_step}: over {args.eval_episodes} episodes mean return "
                         f"{np.mean(eval_returns):.1f}, mean x position {np.mean(eval_x):.0f}, "
                         f"flag reached in {sum(eval_flags)}")
+        return float(np.mean(eval_flags))
+    return None
 
 
 def play(args: Args, ckpt: dict) -> None:

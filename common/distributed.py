@@ -112,6 +112,12 @@ def check_args(args: Args) -> None:
         fail(f"--total-timesteps ({args.total_timesteps}) is less than one rollout of every rank (--num-envs "
              f"{args.num_envs} x --num-steps {args.num_steps} x {args.world_size} ranks = "
              f"{batch_size * args.world_size})")
+    for name, value in given("target_flag_rate"):  # (Mario's: a share of the evaluation episodes)
+        if not 0.0 < value <= 1.0:
+            fail(f"--target-flag-rate is a share of the evaluation episodes, in (0, 1]; got {value}")
+        if not args.eval_every:
+            fail("--target-flag-rate ends the run after an evaluation, and --eval-every 0 evaluates never: give "
+                 "--eval-every N")
 
 
 def check_resume(args: Args, ckpt: dict) -> None:

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Optional
 
@@ -252,3 +253,37 @@ def site(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("site") / "_site"
     build(out)
     return out
+
+
+@pytest.fixture
+def scratch(tmp_path, monkeypatch):
+    """A scratch folder as cwd; the process-wide state a script's main() changes is put back afterwards."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", list(sys.argv))  # (run_main sets it)
+    saved = (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled(),
+             torch.utils.deterministic.fill_uninitialized_memory, torch.get_rng_state(), np.random.get_state(),
+             random.getstate(), signal.getsignal(signal.SIGINT))
+    yield tmp_path
+    torch.set_num_threads(saved[0])
+    torch.use_deterministic_algorithms(saved[1])
+    torch.utils.deterministic.fill_uninitialized_memory = saved[2]
+    torch.set_rng_state(saved[3])
+    np.random.set_state(saved[4])
+    random.setstate(saved[5])
+    signal.signal(signal.SIGINT, saved[6])
+
+
+def run_main(ppo, argv: list[str], capsys) -> tuple[object, str, str]:
+    """The script's main() with `argv` as its command line, in this process (use it with `scratch`): (its exit
+    code, "returned", or the traceback of an exception it let out, as a user would see it; stdout; stderr)."""
+    sys.argv = [ppo.SCRIPT, *argv]
+    capsys.readouterr()
+    try:
+        ppo.main()
+        outcome = "returned"
+    except SystemExit as e:
+        outcome = e.code
+    except Exception:  # what the user would see as a traceback
+        outcome = traceback.format_exc(limit=-3)
+    out, err = capsys.readouterr()
+    return outcome, out, err

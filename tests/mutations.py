@@ -137,6 +137,12 @@ MUTATIONS = [
              "only check of that sign: the fingerprint, whose values it moves by 4 times their tolerance)",
              [("- args.ent_coef * entropy_loss", "+ args.ent_coef * entropy_loss")],
              ["tests/test_fingerprint.py::test_every_script_logs_what_its_fingerprint_recorded"]),
+    Mutation("flag-target-never-ends-the-run", "Mario: --target-flag-rate read but the run goes on to "
+             "--total-timesteps", [("last = last or all_ranks_mean(", "_ = last or all_ranks_mean(")],
+             ["tests/test_mario.py::test_target_flag_rate_ends_the_run_after_the_evaluation_that_reaches_it"]),
+    Mutation("flag-target-strict", "Mario: the run ends only past --target-flag-rate, not at it",
+             [("flag_rate >= args.target_flag_rate", "flag_rate > args.target_flag_rate")],
+             ["tests/test_mario.py::test_target_flag_rate_ends_the_run_after_the_evaluation_that_reaches_it"]),
     # The lessons' site (render/): what its tests promise a reader.
     Mutation("site-note-line-dropped", "lesson page: the first line of every run of comments left out of its note",
              [("render_markdown(_comment_markdown([lesson.lines[m - 1] for m in run]))",

@@ -25,16 +25,12 @@ there (test_the_base_command_line_passes_validation), so a refusal is the bad va
 import dataclasses
 import errno
 import os
-import random
 import shutil
-import signal
 import sys
-import traceback
 import types
 import typing
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 import tyro
@@ -44,7 +40,7 @@ import ppo_cartpole
 import ppo_lunarlander_vec
 import ppo_mario_cnn
 import ppo_pendulum_continuous
-from conftest import SCHEDULE
+from conftest import SCHEDULE, run_main
 
 MODULES = [ppo_cartpole, ppo_lunarlander_vec, ppo_pendulum_continuous, ppo_breakout_atari, ppo_mario_cnn]
 TINY_VECTOR = {"--num-envs": "2", "--num-steps": "16", "--minibatch-size": "16", "--total-timesteps": "64"}
@@ -112,6 +108,7 @@ BAD_VALUES = {
     "episodes": POSITIVE_INT,
     "eval_every": NON_NEGATIVE_INT,
     "eval_episodes": POSITIVE_INT,
+    "target_flag_rate": [*POSITIVE_FLOAT, "1.5"],  # a share of the evaluation episodes, in (0, 1]
 }
 SWITCH = "a switch (--flag / --no-flag) takes no value: there is none to get wrong"
 NOTHING_WRONG = {name: SWITCH for name in ("anneal_lr", "norm_adv", "clip_vloss", "anneal_clip", "norm_obs",
@@ -122,8 +119,12 @@ UNPARSABLE = {int: ["nan", "1e6"], float: [""]}
 SUPPRESSED = typing.get_args(tyro.conf.Suppress[int])[1]
 
 
-class ValidationPassed(Exception):
-    """Raised in place of building the agent: the command line got past every check."""
+class ValidationPassed(SystemExit):
+    """Raised in place of building the agent: the command line got past every check (run_main's outcome is then
+    "validation passed", its exit code)."""
+
+    def __init__(self):
+        super().__init__("validation passed")
 
 
 def refuse_to_build(*args, **kwargs):
@@ -199,41 +200,6 @@ def checkpoint_files(ppo, folder: Path) -> dict[str, str]:
     (folder / "notes.txt").write_text("hyperparameters: lr 3e-4\n")
     files["not a torch file"] = str(folder / "notes.txt")
     return files
-
-
-@pytest.fixture
-def scratch(tmp_path, monkeypatch):
-    """A scratch folder as cwd; the process-wide state a script's main() changes is put back afterwards."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "argv", list(sys.argv))  # (run_main sets it)
-    saved = (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled(),
-             torch.utils.deterministic.fill_uninitialized_memory, torch.get_rng_state(), np.random.get_state(),
-             random.getstate(), signal.getsignal(signal.SIGINT))
-    yield tmp_path
-    torch.set_num_threads(saved[0])
-    torch.use_deterministic_algorithms(saved[1])
-    torch.utils.deterministic.fill_uninitialized_memory = saved[2]
-    torch.set_rng_state(saved[3])
-    np.random.set_state(saved[4])
-    random.setstate(saved[5])
-    signal.signal(signal.SIGINT, saved[6])
-
-
-def run_main(ppo, argv: list[str], capsys) -> tuple[object, str, str]:
-    """main() with `argv`: (exit code, or "validation passed", or the exception's traceback; stdout; stderr)."""
-    sys.argv = [ppo.SCRIPT, *argv]
-    capsys.readouterr()
-    try:
-        ppo.main()
-        outcome = "returned"
-    except SystemExit as e:
-        outcome = e.code
-    except ValidationPassed:
-        outcome = "validation passed"
-    except Exception:  # what the user would see as a traceback
-        outcome = traceback.format_exc(limit=-3)
-    out, err = capsys.readouterr()
-    return outcome, out, err
 
 
 def command_line(ppo, changes: dict) -> list[str]:

@@ -12,7 +12,7 @@ import torch
 
 import ppo_mario_cnn as ppo
 from conftest import (CLEANRL_TAGS, SCHEDULE, ctrl_c_saves_a_checkpoint, expect_unreadable_checkpoints_refused,
-                      expect_usage_error, run_dirs, run_script, scalars, two_torchrun_ranks)
+                      expect_usage_error, run_dirs, run_main, run_script, scalars, two_torchrun_ranks)
 
 STOP_MESSAGE = "Ctrl-C: stopping at the next step and saving the last complete update"
 SCRIPT = "ppo_mario_cnn.py"
@@ -381,6 +381,22 @@ def test_kl_early_stopping_and_determinism(tmp_path):
     assert all(torch.equal(first[k], second[k]) for k in first)
 
 
+def test_target_flag_rate_ends_the_run_after_the_evaluation_that_reaches_it(scratch, capsys, monkeypatch):
+    """--target-flag-rate 0.5: the run of 4 updates, evaluated after each, ends after the first evaluation with
+    the flag in half of its episodes (the second: a stand-in for evaluate plays them), its checkpoint saved."""
+    flags = iter([[False, False], [True, False], [True, True], [True, True]])
+    monkeypatch.setattr(ppo, "evaluate", lambda args, agent, episodes, *rest, **kwargs: (
+        [1.0, 2.0], [40, 80], [300, 900], next(flags)))
+    outcome, out, err = run_main(ppo, [*TINY, "--total-timesteps", "512", "--eval-every", "1", "--eval-episodes",
+                                       "2", "--target-flag-rate", "0.5"], capsys)
+    assert outcome == "returned", err
+    assert "--target-flag-rate 0.5 reached: the run ends here" in out + err
+    (run_dir,) = run_dirs(scratch)
+    ckpt = torch.load(run_dir / "checkpoint.pt", weights_only=True)
+    assert ckpt["iteration"] == 2 and ckpt["global_step"] == 256
+    assert [rate for _, rate in scalars(run_dir)["eval/flag_rate"]] == [0.0, 0.5]
+
+
 def run_dirs_after(result, tmp_path, exp_name):
     assert result.returncode == 0, result.stderr
     (run_dir,) = [d for d in run_dirs(tmp_path) if f"__{exp_name}__" in d.name]
@@ -472,6 +488,9 @@ def test_torchrun_resume_gives_each_rank_its_own_random_state(tmp_path):
         (["--total-timesteps", "1000"], "less than one rollout of every rank"),
         (["--target-kl", "0"], "--target-kl must be positive"),
         (["--minibatch-size", "1"], "--minibatch-size must be at least 2 with --norm-adv"),
+        (["--target-flag-rate", "0"], "--target-flag-rate is a share of the evaluation episodes, in (0, 1]"),
+        (["--target-flag-rate", "1.5"], "in (0, 1]; got 1.5"),
+        (["--target-flag-rate", "0.5", "--eval-every", "0"], "--eval-every 0 evaluates never"),
         (["--resume", "missing.pt"], "no checkpoint at missing.pt"),
     ],
 )

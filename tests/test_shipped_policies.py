@@ -19,7 +19,7 @@ import pytest
 import torch
 import tyro
 
-from conftest import ROOT, SCHEDULE
+from conftest import ROOT, SCHEDULE, run_main
 
 _spec = importlib.util.spec_from_file_location("ship", ROOT / "benchmarks" / "ship.py")
 ship = importlib.util.module_from_spec(_spec)
@@ -45,34 +45,12 @@ TINY = {
 }
 
 
-@pytest.fixture
-def restored(monkeypatch):
-    """main() sets torch's threads; put them back afterwards. sys.argv too (run_main sets it)."""
-    monkeypatch.setattr(sys, "argv", list(sys.argv))
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
-
-
-def run_main(ppo, argv: list[str], capsys) -> tuple[object, str, str]:
-    """The script's main() with `argv`: (exit code, or "returned"; stdout; stderr)."""
-    sys.argv = [ppo.SCRIPT, *argv]
-    capsys.readouterr()
-    try:
-        ppo.main()
-        outcome = "returned"
-    except SystemExit as e:
-        outcome = e.code
-    out, err = capsys.readouterr()
-    return outcome, out, err
-
-
 def test_every_lesson_ships_a_policy():
     assert set(FLOORS) <= {path.name for path in SHIPPED}
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda path: path.name)
-def test_a_shipped_policy_plays_its_first_episode(path, capsys, monkeypatch, restored):
+def test_a_shipped_policy_plays_its_first_episode(path, capsys, monkeypatch, scratch):
     policy = torch.load(path, map_location="cpu", weights_only=True)
     assert policy["policy"] is True and {"script", "args", "agent", "global_step", "source"} <= policy.keys()
     assert not {"optimizer", "optimizers", "rng", "schedule", "iteration"} & policy.keys()
@@ -100,9 +78,8 @@ def tiny_checkpoint(ppo) -> dict:
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
-def test_a_policy_file_plays_but_does_not_resume(script, tmp_path, capsys, monkeypatch, restored):
+def test_a_policy_file_plays_but_does_not_resume(script, tmp_path, capsys, monkeypatch, scratch):
     ppo = importlib.import_module(script)
-    monkeypatch.chdir(tmp_path)
     torch.save(tiny_checkpoint(ppo), tmp_path / "checkpoint.pt")
     policy = str(tmp_path / "policy.pt")
     ship.export(str(tmp_path / "checkpoint.pt"), policy)
