@@ -1,0 +1,48 @@
+"""ale-py's native vector env (AtariVectorEnv: C++ threads doing the Atari preprocessing) against the lesson's
+Python wrappers in a SyncVectorEnv, for Breakout's 8 envs: milliseconds per vector step (8 agent steps, 32
+frames), random actions, the episodes ended and reset as training does. Issue 27's item 4 asked whether the
+native backend pays; this is the measurement behind the answer in benchmarks/README.md.
+
+Usage:
+    python benchmarks/ale_vector_check.py [--steps 500]
+"""
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import tyro
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import ppo_breakout_atari as breakout  # noqa: E402
+
+
+def per_step_ms(envs, steps: int, actions: int) -> float:
+    rng = np.random.default_rng(0)
+    envs.reset(seed=1)
+    for _ in range(10):  # warm up
+        envs.step(rng.integers(0, actions, envs.num_envs))
+    start = time.perf_counter()
+    for _ in range(steps):
+        envs.step(rng.integers(0, actions, envs.num_envs))
+    return (time.perf_counter() - start) / steps * 1e3
+
+
+def main(steps: int = 500) -> None:
+    """steps: vector steps timed for each backend"""
+    from ale_py.vector_env import AtariVectorEnv
+
+    args = breakout.Args(vectorization_mode="sync")
+    ours = breakout.make_envs(args)
+    print(f"ours (Python wrappers, SyncVectorEnv of {args.num_envs}): {per_step_ms(ours, steps, 4):.2f} ms per vector step")
+    ours.close()
+    for threads in (1, 2):
+        native = AtariVectorEnv("breakout", args.num_envs, num_threads=threads, episodic_life=True,
+                                autoreset_mode="SameStep")
+        print(f"AtariVectorEnv, {threads} thread(s): {per_step_ms(native, steps, 4):.2f} ms per vector step")
+        native.close()
+
+
+if __name__ == "__main__":
+    tyro.cli(main)
