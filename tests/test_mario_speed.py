@@ -1,0 +1,20 @@
+"""benchmarks/mario_speed.py: it times the emulator, the env stack in async workers and a step of each network
+in both precisions, and prints each figure."""
+
+import re
+import subprocess
+import sys
+
+from conftest import ROOT
+
+
+def test_every_figure_printed():
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "mario_speed.py"), "--frames", "64",
+                             "--steps", "1", "--minibatch-size", "8"], capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert re.search(r"^emulator alone, one process: [\d.]+ ms per frame$", out, re.MULTILINE), out
+    assert len(re.findall(r"^env stack, AsyncVectorEnv of [28]: [\d.]+ ms per frame", out, re.MULTILINE)) == 2, out
+    steps = re.findall(r"^(bf16|fp32): a policy step ([\d.]+) ms, a value step ([\d.]+) ms \(minibatch of 8\)$", out,
+                       re.MULTILINE)
+    assert [p for p, _, _ in steps] == ["bf16", "fp32"] and all(float(v) > 0 for _, a, b in steps for v in (a, b))
