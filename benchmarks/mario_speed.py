@@ -2,7 +2,8 @@
 
 Prints:
 - the emulator alone: milliseconds per NES frame of gym-super-mario-bros' env (nes-py's C++ emulator and the
-  env's reads of the game's memory), in this one process, random actions;
+  env's reads of the game's memory), in this one process, random actions; then in two processes side by side
+  (each one's figure: whether the machine's two cores run two emulators as fast as one);
 - the lesson's env stack (frame skip 4, reward shaping, grayscale 84 x 84, stack of 4) in the AsyncVectorEnv
   training uses, with 2 and with 8 envs: wall milliseconds per frame, all envs together (the floor of a
   rollout: 4,096 agent steps are 16,384 frames);
@@ -14,6 +15,7 @@ Usage:
     python benchmarks/mario_speed.py [--frames 2000] [--steps 20]
 """
 
+import multiprocessing
 import sys
 import time
 from pathlib import Path
@@ -87,6 +89,9 @@ def main(frames: int = 2000, steps: int = 20, minibatch_size: int = 256) -> None
     """frames: NES frames timed per env measurement; steps: gradient steps timed per network and precision"""
     torch.set_num_threads(2)
     print(f"emulator alone, one process: {emulator_ms(frames):.2f} ms per frame")
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        side_by_side = pool.map(emulator_ms, [frames, frames])
+    print(f"emulator alone, two processes side by side: {side_by_side[0]:.2f} and {side_by_side[1]:.2f} ms per frame")
     for num_envs in (2, 8):
         print(f"env stack, AsyncVectorEnv of {num_envs}: {vector_ms_per_frame(num_envs, frames):.2f} ms per frame "
               "(wall, all envs together)")

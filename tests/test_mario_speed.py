@@ -14,6 +14,8 @@ def test_every_figure_printed():
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert re.search(r"^emulator alone, one process: [\d.]+ ms per frame$", out, re.MULTILINE), out
+    assert re.search(r"^emulator alone, two processes side by side: [\d.]+ and [\d.]+ ms per frame$", out,
+                     re.MULTILINE), out
     assert len(re.findall(r"^env stack, AsyncVectorEnv of [28]: [\d.]+ ms per frame", out, re.MULTILINE)) == 2, out
     steps = re.findall(r"^(bf16|fp32): a policy step ([\d.]+) ms, a value step ([\d.]+) ms \(minibatch of 8\)$", out,
                        re.MULTILINE)
