@@ -47,6 +47,7 @@ Deliberately left out, and the script that has each:
 Usage
     python ppo_mario_cnn.py                                   # train World 1-1 for 5M steps; CUDA if present
     python ppo_mario_cnn.py --world 1 --stage 2 --action-type right --total-timesteps 200000 --no-cuda
+    python ppo_mario_cnn.py --eval-every 20 --eval-episodes 20 --target-flag-rate 0.5  # ends at the flag in 10 of 20
     torchrun --nproc_per_node 2 ppo_mario_cnn.py              # 2 processes, each with its own 8 envs (and GPU)
     torchrun --nnodes 2 --node_rank R --nproc_per_node 1 --master_addr HOST --master_port 29500 ppo_mario_cnn.py
     python ppo_mario_cnn.py --resume runs/<run>/checkpoint.pt --total-timesteps 10000000
