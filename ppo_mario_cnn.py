@@ -789,9 +789,9 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         # estimates, the last ones checked (if the policy stopped early, those of the step it did not take).
         log.update(global_step, args.batch_size * args.world_size, {
             "charts/learning_rate": optimizers["pi"].param_groups[0]["lr"], "losses/value_loss": v_loss.item(),
-            **({"losses/policy_loss": pg_loss.item(), "losses/entropy": entropy_loss.item(),
+            **({"losses/policy_loss": pg_loss.item(), "losses/entropy": entropy_loss.item(),  # (no step: no loss)
                 "losses/old_approx_kl": old_approx_kl.item(), "losses/approx_kl": approx_kl.item(),
-                "losses/clipfrac": np.mean(torch.stack(clipfracs).tolist())} if stop_iter > 0 else {}),  # (no step: no policy loss)
+                "losses/clipfrac": np.mean(torch.stack(clipfracs).tolist())} if stop_iter > 0 else {}),
             "losses/explained_variance": explained_variance(returns, rollout.values),
             "losses/stop_iter": stop_iter,  # policy steps taken ([SU]'s StopIter)
         })

@@ -35,7 +35,8 @@ def main(steps: int = 500) -> None:
 
     args = breakout.Args(vectorization_mode="sync")
     ours = breakout.make_envs(args)
-    print(f"ours (Python wrappers, SyncVectorEnv of {args.num_envs}): {per_step_ms(ours, steps, 4):.2f} ms per vector step")
+    ms = per_step_ms(ours, steps, 4)
+    print(f"ours (Python wrappers, SyncVectorEnv of {args.num_envs}): {ms:.2f} ms per vector step")
     ours.close()
     for threads in (1, 2):
         native = AtariVectorEnv("breakout", args.num_envs, num_threads=threads, episodic_life=True,

@@ -3,6 +3,7 @@ of both API shapes and the real gym-super-mario-bros of this Python, the frame p
 minibatch stream, and the script end to end from its command line (train, KL early stop, resume, play with
 MP4, determinism, Ctrl-C, bad input, two torchrun ranks)."""
 
+import subprocess
 import sys
 
 import gymnasium as gym
@@ -11,7 +12,7 @@ import pytest
 import torch
 
 import ppo_mario_cnn as ppo
-from conftest import (CLEANRL_TAGS, SCHEDULE, ctrl_c_saves_a_checkpoint, expect_unreadable_checkpoints_refused,
+from conftest import (CLEANRL_TAGS, ROOT, SCHEDULE, ctrl_c_saves_a_checkpoint, expect_unreadable_checkpoints_refused,
                       expect_usage_error, run_dirs, run_main, run_script, scalars, two_torchrun_ranks)
 
 STOP_MESSAGE = "Ctrl-C: stopping at the next step and saving the last complete update"
@@ -395,6 +396,32 @@ def test_target_flag_rate_ends_the_run_after_the_evaluation_that_reaches_it(scra
     ckpt = torch.load(run_dir / "checkpoint.pt", weights_only=True)
     assert ckpt["iteration"] == 2 and ckpt["global_step"] == 256
     assert [rate for _, rate in scalars(run_dir)["eval/flag_rate"]] == [0.0, 0.5]
+
+
+FLAG_DRIVER = """
+import sys
+sys.path.insert(0, {root!r})
+import ppo_mario_cnn as ppo
+
+flags = iter([[False, False], [True, False], [True, True], [True, True]])
+ppo.evaluate = lambda args, agent, episodes, *rest, **kwargs: ([1.0, 2.0], [40, 80], [300, 900], next(flags))
+sys.argv = ["ppo_mario_cnn.py", *{argv!r}]
+ppo.main()
+"""
+
+
+def test_target_flag_rate_under_torchrun_every_rank_ends_at_the_same_update(tmp_path):
+    """Rank 0 evaluates, the ranks agree: both leave the loop after update 2 of 4 (a rank that went on would
+    wait forever in its next collective), and the checkpoint is update 2's."""
+    argv = [*TINY, "--total-timesteps", "1024", "--eval-every", "1", "--eval-episodes", "2",
+            "--target-flag-rate", "0.5"]  # 2 ranks x 128 samples an update: 4 updates
+    (tmp_path / "driver.py").write_text(FLAG_DRIVER.format(root=str(ROOT), argv=argv))
+    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                             "driver.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (run_dir,) = run_dirs(tmp_path)
+    ckpt = torch.load(run_dir / "checkpoint.pt", weights_only=True)
+    assert ckpt["iteration"] == 2 and ckpt["global_step"] == 512
 
 
 def run_dirs_after(result, tmp_path, exp_name):
