@@ -35,7 +35,7 @@ from typing import Optional
 import tyro
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchmark import read_scalars  # noqa: E402
+from benchmark import read_scalars, rolling_mean  # noqa: E402
 
 FLAG_X = 3161  # World 1-1's flag, in x pixels (where the episodes at the flag end)
 
@@ -159,11 +159,11 @@ def plot(args: Args, episodes: list[Episode], evaluations: list[Evaluation], tit
     import matplotlib.pyplot as plt
 
     steps = [e.step for e in episodes]
-    window = lambda values: [sum(values[max(0, i - args.window + 1): i + 1]) / min(i + 1, args.window)  # noqa: E731
-                             for i in range(len(values))]
     figure, (x_ax, flag_ax, death_ax) = plt.subplots(1, 3, figsize=(18, 4.5))
-    x_ax.plot(steps, window([e.x_pos for e in episodes]), label=f"training, mean of last {args.window} episodes")
-    flag_ax.plot(steps, window([float(e.flag) for e in episodes]), label=f"training, share of last {args.window}")
+    x_ax.plot(steps, rolling_mean([e.x_pos for e in episodes], args.window),
+              label=f"training, mean of last {args.window} episodes")
+    flag_ax.plot(steps, rolling_mean([float(e.flag) for e in episodes], args.window),
+                 label=f"training, share of last {args.window}")
     if evaluations:
         x_ax.plot([e.step for e in evaluations], [e.mean_x_pos for e in evaluations], "o-", label="evaluations")
         flag_ax.plot([e.step for e in evaluations], [e.flag_rate for e in evaluations], "o-", label="evaluations")

@@ -59,9 +59,9 @@ def vector_ms_per_frame(num_envs: int, frames: int) -> float:
 
 def step_ms(bf16: bool, minibatch_size: int, steps: int) -> tuple[float, float]:
     """ms per policy step and per value step on random frame stacks, as the update takes them."""
-    with mario.make_env(mario.Args()) as env:
-        agent = mario.Agent(env, 512, bf16)
     args = mario.Args()
+    with mario.make_env(args) as env:
+        agent = mario.Agent(env, args.hidden_size, bf16)
     pi = mario.adam(agent.actor_parameters(), 1e-4, 1e-5)
     vf = mario.adam(agent.critic_parameters(), 1e-4, 1e-5)
     frames = agent.inputs(torch.randint(0, 256, (minibatch_size, 4, 84, 84), dtype=torch.uint8))

@@ -382,10 +382,14 @@ def test_kl_early_stopping_and_determinism(tmp_path):
     assert all(torch.equal(first[k], second[k]) for k in first)
 
 
+# What a stand-in for evaluate reports after each of 4 updates: the flag in 0, 1, 2 and 2 of 2 episodes.
+FLAGS = [[False, False], [True, False], [True, True], [True, True]]
+
+
 def test_target_flag_rate_ends_the_run_after_the_evaluation_that_reaches_it(scratch, capsys, monkeypatch):
     """--target-flag-rate 0.5: the run of 4 updates, evaluated after each, ends after the first evaluation with
     the flag in half of its episodes (the second: a stand-in for evaluate plays them), its checkpoint saved."""
-    flags = iter([[False, False], [True, False], [True, True], [True, True]])
+    flags = iter(FLAGS)
     monkeypatch.setattr(ppo, "evaluate", lambda args, agent, episodes, *rest, **kwargs: (
         [1.0, 2.0], [40, 80], [300, 900], next(flags)))
     outcome, out, err = run_main(ppo, [*TINY, "--total-timesteps", "512", "--eval-every", "1", "--eval-episodes",
@@ -403,7 +407,7 @@ import sys
 sys.path.insert(0, {root!r})
 import ppo_mario_cnn as ppo
 
-flags = iter([[False, False], [True, False], [True, True], [True, True]])
+flags = iter({flags!r})
 ppo.evaluate = lambda args, agent, episodes, *rest, **kwargs: ([1.0, 2.0], [40, 80], [300, 900], next(flags))
 sys.argv = ["ppo_mario_cnn.py", *{argv!r}]
 ppo.main()
@@ -415,7 +419,7 @@ def test_target_flag_rate_under_torchrun_every_rank_ends_at_the_same_update(tmp_
     wait forever in its next collective), and the checkpoint is update 2's."""
     argv = [*TINY, "--total-timesteps", "1024", "--eval-every", "1", "--eval-episodes", "2",
             "--target-flag-rate", "0.5"]  # 2 ranks x 128 samples an update: 4 updates
-    (tmp_path / "driver.py").write_text(FLAG_DRIVER.format(root=str(ROOT), argv=argv))
+    (tmp_path / "driver.py").write_text(FLAG_DRIVER.format(root=str(ROOT), flags=FLAGS, argv=argv))
     result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
                              "driver.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
