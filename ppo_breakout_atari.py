@@ -444,8 +444,18 @@ class Agent(nn.Module):
         # Channels-last (NHWC) weights and inputs: oneDNN's CPU convolutions run faster on them than on NCHW.
         self.to(memory_format=torch.channels_last)
 
+    def inputs(self, obs: torch.Tensor) -> torch.Tensor:
+        """uint8 frame stacks [B, 4, 84, 84] as the trunk reads them: scaled to [0, 1], channels-last, and in
+        bfloat16 under --precision bf16 (the type autocast would cast them to for the first convolution). The
+        update converts the whole rollout once, rather than each of its minibatches in every epoch again."""
+        x = obs.contiguous(memory_format=torch.channels_last) / 255.0
+        return x.to(torch.bfloat16) if self.bf16 else x
+
     def features(self, x: torch.Tensor) -> torch.Tensor:
-        """The trunk's 512 features of a batch of uint8 frame stacks [B, 4, 84, 84], scaled to [0, 1] here."""
+        """The trunk's 512 features of a batch of frame stacks [B, 4, 84, 84]: uint8 as the env gives them
+        (converted here), or already converted by inputs()."""
+        if x.dtype == torch.uint8:
+            x = self.inputs(x)
         # Mixed precision (--precision bf16): the trunk, nearly all of the arithmetic, computes in bfloat16
         # (float32's 8 exponent bits, 7 of its 23 mantissa bits), which a CPU with AMX runs faster than float32.
         # Its features come back as float32 for the heads, the log-softmax and the losses. The rollout and the
@@ -453,7 +463,7 @@ class Agent(nn.Module):
         # on a GPU to ~1e-3, whose kernels for the rollout's N samples and the update's minibatches round
         # differently (README: the GPU check).
         with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-            hidden = self.trunk(x.contiguous(memory_format=torch.channels_last) / 255.0)
+            hidden = self.trunk(x)
         return hidden.float()
 
     def get_value(self, x: torch.Tensor) -> torch.Tensor:
@@ -671,6 +681,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
             torch.as_tensor(x, device=device).flatten(0, 1)
             for x in (rollout.obs, rollout.actions, rollout.logprobs, advantages, returns, rollout.values)
         )
+        b_obs = agent.inputs(b_obs)  # scaled once here, for all the epochs below
 
         # --- Update: K epochs of minibatch gradient steps on L^{CLIP+VF+S} ----------------------------------
         clipfracs, vf_clipfracs = [], []
