@@ -26,9 +26,11 @@ Usage (--monitors: a git dir of DLR-RM/rl-trained-agents, read at --commit, or a
     python benchmarks/sb3_reference.py --monitors /path/to/rl-trained-agents.git
     python benchmarks/sb3_reference.py --monitors FOLDER --ours benchmarks/results/ppo_breakout_atari-*-curves.csv
     python benchmarks/sb3_reference.py --monitors FOLDER --marks 1e6 1e7 --out /tmp/curve.csv
+    python benchmarks/sb3_reference.py --monitors FOLDER --ours RUN-curves.csv --plot /tmp/curves.png
 
 Prints a markdown table (X frames | SB3 on our axis | SB3 on the emulator-frame axis | each of our runs and the
-mean of each label's seeds) and writes the SB3 curve, every 50k frames, to --out.
+mean of each label's seeds) and writes the SB3 curve, every 50k frames, to --out; --plot draws SB3's curve and
+ours on the same axis, every 50k frames, with CleanRL's final score as one point.
 """
 
 import argparse
@@ -54,6 +56,9 @@ WINDOW = 100
 MARKS = [1e6, 2.5e6, 5e6, 8e6, 10e6, 20e6, 40e6]
 GRID = 50_000
 OUT = REPO_ROOT / "benchmarks" / "results" / "sb3" / "BreakoutNoFrameskip-v4_1-curve.csv"
+# CleanRL's ppo_atari.py on BreakoutNoFrameskip-v4 at the end of its 10M steps (40M frames), 3 seeds: its PPO
+# documentation's benchmark table (docs/rl-algorithms/ppo.md), drawn as one point on --plot.
+CLEANRL_FINAL = (40e6, 414.7, 28.1)
 
 
 @dataclass(frozen=True)
@@ -210,6 +215,49 @@ def table(games: list[Game], runs: dict[tuple[str, int], Run], marks: list[float
     return "\n".join(lines)
 
 
+def curves(games: list[Game], runs: dict[tuple[str, int], Run], window: int = WINDOW, step: int = GRID
+           ) -> dict[str, tuple[list[float], list[float]]]:
+    """The curves --plot draws, every `step` frames: SB3's on our axis ("SB3") to its last game, and each of our
+    runs ("<label> seed <seed>") to as far as it went; a point wherever at least one game has ended."""
+    out = {}
+    for name, frames, scores, end in [("SB3", agent_frames(games, N_ENVS), [game.score for game in games], None),
+                                      *((f"{label} seed {seed}", run.frames, run.scores, run.end_frames)
+                                        for (label, seed), run in sorted(runs.items()))]:
+        if not frames:
+            continue
+        last = max(frames) if end is None else end
+        grid = [float(x) for x in range(step, int(last) + 1, step)]
+        points = [(x, value) for x, (value, _) in zip(grid, mean_last(frames, scores, grid, window))
+                  if value is not None]
+        out[name] = ([x for x, _ in points], [value for _, value in points])
+    return out
+
+
+def plot(series: dict[str, tuple[list[float], list[float]]], path: Path, window: int = WINDOW) -> None:
+    """A PNG of the curves by frames, with CleanRL's final score (mean +/- std of 3 seeds) as one point."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # draw to a file, no display needed
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for name, (xs, ys) in series.items():
+        ax.plot([x / 1e6 for x in xs], ys, label=name + (" (rl-trained-agents, 1 seed)" if name == "SB3" else ""),
+                color="tab:gray" if name == "SB3" else None, linewidth=1.2)
+    x, mean, std = CLEANRL_FINAL
+    ax.errorbar([x / 1e6], [mean], yerr=[std], fmt="o", color="tab:red", capsize=4,
+                label="CleanRL ppo_atari.py at 40M frames (3 seeds)")
+    ax.set_xlabel("frames (millions; 4 per agent step)")
+    ax.set_ylabel(f"score, mean of the last {window} whole games")
+    ax.set_title("BreakoutNoFrameskip-v4: training curves by frames")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def write_curve(games: list[Game], path: Path, window: int = WINDOW, step: int = GRID) -> int:
     """SB3's curve every `step` frames to the last game's: the last-`window` mean on our axis (and over how
     many games) and on the sum-of-l axis. Returns the number of rows."""
@@ -256,6 +304,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--marks", type=float, nargs="+", default=MARKS, help="the X frames of the table")
     parser.add_argument("--window", type=int, default=WINDOW, help="games in the mean (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=OUT, help="SB3's curve CSV (default: %(default)s)")
+    parser.add_argument("--plot", type=Path, default=None,
+                        help="also draw SB3's curve and ours by frames, with CleanRL's final, into this PNG")
     args = parser.parse_args(argv)
     if args.window < 1 or min(args.marks) <= 0:
         parser.error("--window and --marks must be positive")
@@ -282,6 +332,9 @@ def main(argv=None) -> int:
     print(table(games, runs, args.marks, args.window))
     rows = write_curve(games, args.out, args.window)
     print(f"\nwrote {args.out} ({rows} rows, every {GRID:,} frames)")
+    if args.plot:
+        plot(curves(games, runs, args.window), args.plot, args.window)
+        print(f"wrote {args.plot}")
     return 0
 
 

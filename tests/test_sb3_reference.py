@@ -85,7 +85,8 @@ def test_command_line_on_a_folder(tmp_path, capsys):
     curves_csv(ours, [("x", 1, "training", 1000, 7.0), ("x", 1, "evaluation", 2000, 0.0)])
     out = tmp_path / "curve.csv"
     assert ref.main(["--monitors", str(folder), "--ours", str(ours), "--marks", "8000", "16000",
-                     "--window", "4", "--out", str(out)]) == 0
+                     "--window", "4", "--out", str(out), "--plot", str(tmp_path / "plots" / "c.png")]) == 0
+    assert (tmp_path / "plots" / "c.png").stat().st_size > 10_000
     printed = capsys.readouterr().out
     # our axis: every game at 8 x 999.5 = 7,996 frames, the last 4 are envs 4-7's; the sum of l passes 8,000
     # after 7 games (envs 3-6 are its last 4) and 16,000 after all 8. Ours: one game at 4 x 1,000 frames, and the
@@ -116,3 +117,20 @@ def test_command_line_on_a_git_dir_and_bad_input(tmp_path, capsys):
     assert ref.main(["--monitors", str(tmp_path / "nothing"), "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all(line.startswith("sb3_reference.py: ") for line in err)
+
+
+def test_curves_by_hand_and_the_plot(tmp_path):
+    # 2 games per env on 8 envs: env e's games of 1,071 and 571 frames (999.5 and 499.5 agent frames) end in env
+    # order, so on our axis each first game sits at 8 x 999.5 = 7,996 frames and each second at 8 x 1,499 = 11,992
+    games = ref.merge_monitors([monitor(float(env), [(1.0, 1071, 1.0 + env), (3.0, 571, 10.0 + env)])
+                                for env in range(ref.N_ENVS)])
+    run = ref.Run([3000.0, 9000.0, 11000.0], [2.0, 4.0, 6.0], 13000.0)
+    series = ref.curves(games, {("x", 1): run}, window=2, step=4000)
+    # SB3, to its last game (11,992): none by 4,000, the first games' 1.0 at 8,000; its own curve stops there
+    assert series["SB3"] == ([8000.0], [1.0])
+    # ours to 13,000 frames: at 4,000 the one game (2.0), at 8,000 the same, at 12,000 the last two (4 and 6)
+    assert series["x seed 1"] == ([4000.0, 8000.0, 12000.0], [2.0, 2.0, 5.0])
+    assert ref.curves(games, {}, window=2, step=2000)["SB3"] == ([8000.0, 10000.0], [1.0, 1.0])
+    png = tmp_path / "curves.png"
+    ref.plot(series, png, window=2)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
