@@ -23,7 +23,7 @@ writes by default (the run folder, the step and the command line that trains the
 script's own `--play` path (its main(), one episode; greedy for the MLP lessons, sampled from pi for the pixel
 ones, as their --play does) with the frames taken where the script would record its video: every k-th frame,
 downscaled to `--width` pixels, at most `--seconds` of the episode in real time, about `--fps` frames a second,
-so that a GIF is small (agents/' four: 28 to 486 KB). `gif` sets MUJOCO_GL=egl where no display is set (MuJoCo renders off-screen).
+so that a GIF is small (agents/' five: 24 to 486 KB). `gif` sets MUJOCO_GL=egl where no display is set (MuJoCo renders off-screen).
 
 The runs behind agents/ (on 2 CPU cores shared with a Breakout run; the commands of benchmarks/README.md, each
 lesson's best seed there), each then exported with `export` and drawn with `gif`:
@@ -36,6 +36,9 @@ lesson's best seed there), each then exported with `export` and drawn with `gif`
                                --update-epochs 10 --minibatch-size 64 --gamma 0.99 --gae-lambda 0.95 --ent-coef 0
                                --eval-every 0 --checkpoint-every 25 --objective clip --clip-coef 0.2
                            (benchmarks/mujoco_grid.py's run of Hopper-v5, clip0.2, seed 3)
+    agents/breakout.pt     python ppo_breakout_atari.py --seed 1 --total-timesteps 10000000 --no-cuda
+                               --vectorization-mode sync --exp-name long40m
+                           (issue 27's 40M-frame run, resumed across sessions: benchmarks/README.md)
 """
 
 from __future__ import annotations
