@@ -25,8 +25,8 @@ ones, as their --play does) with the frames taken where the script would record 
 downscaled to `--width` pixels, at most `--seconds` of the episode in real time, about `--fps` frames a second,
 so that a GIF is small (agents/' five: 24 to 486 KB). `gif` sets MUJOCO_GL=egl where no display is set (MuJoCo renders off-screen).
 
-The runs behind agents/ (on 2 CPU cores shared with a Breakout run; the commands of benchmarks/README.md, each
-lesson's best seed there), each then exported with `export` and drawn with `gif`:
+The runs behind agents/ (the first four on 2 CPU cores shared with a Breakout run; the commands of
+benchmarks/README.md, each lesson's best seed there), each then exported with `export` and drawn with `gif`:
 
     agents/cartpole.pt     python ppo_cartpole.py --seed 1
     agents/lunarlander.pt  python ppo_lunarlander_vec.py --seed 2
