@@ -11,12 +11,12 @@ What this lesson teaches
     little, the flag pays most, dying costs. Parallel envs and torchrun as in the Breakout lesson.
 
 What you should see
-    How far Mario gets (x position of the training episodes, seed 1; the flag is at x 3,161) in a 249,856-step
-    run with the defaults (`--total-timesteps 249856 --no-cuda --eval-every 15 --eval-episodes 10`: 60 min on 2
-    CPU cores over two sessions, 70 SPS): 589 over the first 20 episodes, then 752 / 836 / 876 / 929 / 1,023
-    by 50k-step blocks, still rising at the end; 1 of its 2,099 episodes reached the flag. A healthy update, as
-    logged (5th-95th percentile of its 61 updates): approx_kl 0.004-0.020 (the policy's steps stop past 1.5 x 0.01: 3 to 160 of
-    160 taken, median 51), clipfrac 0.015-0.091, explained_variance 0.46-0.66, entropy from ln 7 = 1.95 down to
+    How far Mario gets (x position of the training episodes, seed 1; the flag is at x 3,161) in a 249,856-step run
+    with the defaults (`--total-timesteps 249856 --no-cuda --eval-every 15 --eval-episodes 10`: 60 min on 2 CPU
+    cores over two sessions, 70 SPS): 589 over the first 20 episodes, then 752 / 836 / 876 / 929 / 1,023 by 50k-step
+    blocks, still rising at the end; 1 of its 2,099 episodes reached the flag. A healthy update, as logged (5th-95th
+    percentile of its 61 updates): approx_kl 0.004-0.020 (the policy's steps stop past 1.5 x 0.01: 3 to 160 of 160
+    taken, median 51), clipfrac 0.015-0.091, explained_variance 0.46-0.66, entropy from ln 7 = 1.95 down to
     0.85-1.23 in the second half, value_loss 1.7-3.1 (in units of MarioReward's return).
     The defaults: 8 envs x 512 steps, gamma 0.9, learning rate 1e-4 (both networks here) kept constant, epsilon
     0.2, c2 0.01, the 0.5 gradient norm, the 7 simple actions and 160 steps of 256 (its 10 epochs of 16
