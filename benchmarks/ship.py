@@ -24,6 +24,8 @@ script's own `--play` path (its main(), one episode; greedy for the MLP lessons,
 ones, as their --play does) with the frames taken where the script would record its video: every k-th frame,
 downscaled to `--width` pixels, at most `--seconds` of the episode in real time, about `--fps` frames a second,
 so that a GIF is small (agents/' five: 24 to 486 KB). `gif` sets MUJOCO_GL=egl where no display is set (MuJoCo renders off-screen).
+`gif --seed N` draws the first episode of `--play ... --seed N` instead (another start, other sampled actions);
+`gifs` gives the files that GIF_SEEDS lists their seed there.
 
 The runs behind agents/ (the first four on 2 CPU cores shared with a Breakout run; the commands of
 benchmarks/README.md, each lesson's best seed there), each then exported with `export` and drawn with `gif`:
@@ -70,6 +72,8 @@ NOT_TRAINING = {"resume", "play", "episodes"}
 # bytes (925 KB -> 486 KB at 240 px).
 COLORS = 64
 SUPPRESSED = typing.get_args(tyro.conf.Suppress[int])[1]  # the mark of a derived field (not a flag)
+# `gifs`: the --seed of a file's GIF where the run's own seed is not the episode to show.
+GIF_SEEDS: dict[str, int] = {}
 
 
 def fail(message: str) -> None:
@@ -179,9 +183,11 @@ def frame_grabber(frames: list, returns: list, seconds: float, fps: float, width
     return FrameGrabber
 
 
-def gif(policy_path: str, out: str, seconds: float = 10.0, fps: float = 12.0, width: int = 240) -> dict:
+def gif(policy_path: str, out: str, seconds: float = 10.0, fps: float = 12.0, width: int = 240,
+        seed: int = None) -> dict:
     """Play the first --play episode of `policy_path` through its script's main() and write its GIF to `out`
-    (atomically). Returns {"frames", "return", "bytes"}."""
+    (atomically); with `seed`, the episode that `--play ... --seed <seed>` plays first (another starting state,
+    and for the pixel lessons other sampled actions). Returns {"frames", "return", "bytes", "episode"}."""
     if not os.path.isfile(policy_path):
         fail(f"no policy file at {policy_path}")
     script = torch.load(policy_path, map_location="cpu", weights_only=True).get("script")
@@ -191,6 +197,8 @@ def gif(policy_path: str, out: str, seconds: float = 10.0, fps: float = 12.0, wi
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     frames, returns = [], []
     argv = [script, "--play", policy_path, "--episodes", "1", "--capture-video"]
+    if seed is not None:
+        argv += ["--seed", str(seed)]
     printed = io.StringIO()
     with mock.patch.object(gym.wrappers, "RecordVideo", frame_grabber(frames, returns, seconds, fps, width)), \
             mock.patch.object(sys, "argv", argv), contextlib.redirect_stdout(printed):
@@ -222,15 +230,17 @@ def main() -> None:
         p.add_argument("--seconds", type=float, default=10.0, help="how much of the episode, in real time")
         p.add_argument("--fps", type=float, default=12.0, help="about this many GIF frames per second")
         p.add_argument("--width", type=int, default=240, help="frames wider than this are scaled down to it")
+        if name == "gif":
+            p.add_argument("--seed", type=int, help="play the first episode of this seed (default: the run's seed)")
     args = parser.parse_args()
     if args.command == "export":
         policy = export(args.checkpoint, args.out, args.source)
         print(f"{args.out}: {os.path.getsize(args.out):,} bytes, {policy['source']}")
         return
-    jobs = [(args.policy, args.out)] if args.command == "gif" else [
-        (str(path), str(path.with_suffix(".gif"))) for path in sorted(AGENTS.glob("*.pt"))]
-    for policy, out in jobs:
-        made = gif(policy, out, args.seconds, args.fps, args.width)
+    jobs = [(args.policy, args.out, args.seed)] if args.command == "gif" else [
+        (str(path), str(path.with_suffix(".gif")), GIF_SEEDS.get(path.name)) for path in sorted(AGENTS.glob("*.pt"))]
+    for policy, out, seed in jobs:
+        made = gif(policy, out, args.seconds, args.fps, args.width, seed)
         print(f"{out}: {made['bytes']:,} bytes, {made['frames']} frames; "
               f"{made['episode'] or 'return ' + str(made['return'])}")
 

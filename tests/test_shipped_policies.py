@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import importlib
 import importlib.util
+import os
 import re
 import sys
 
@@ -130,3 +131,26 @@ def test_export_keeps_the_weights_and_nothing_for_resume(tmp_path, capsys):
     assert "run, step 512" in policy["source"] and "python ppo_cartpole.py --seed 1 --env-id CountingTest-v0" \
         " --hidden-size 8" in policy["source"]
     assert out.stat().st_size < checkpoint.stat().st_size
+
+
+def test_gif_draws_the_first_episode_of_the_seed_asked_for(tmp_path, monkeypatch, scratch):
+    """`ship.py gif` (CartPole's shipped file: greedy, so an episode is its seed's): the frames it keeps, the
+    same GIF for the same seed, another for --seed 7 (another starting state)."""
+    from PIL import Image, ImageSequence
+
+    for name, value in (("MUJOCO_GL", "egl"), ("SDL_VIDEODRIVER", "dummy")):  # (gif sets them where unset)
+        monkeypatch.setenv(name, os.environ.get(name, value))
+    policy = str(ROOT / "agents" / "cartpole.pt")
+    made = {}
+    for label, seed in (("own", None), ("again", None), ("seed7", 7)):
+        out = tmp_path / f"{label}.gif"
+        made[label] = ship.gif(policy, str(out), seconds=0.5, seed=seed)
+        assert out.exists() and not (tmp_path / f"{label}.gif.tmp").exists()
+    # CartPole renders 50 frames a second; 12 a second keeps every 4th: the reset's and steps 4, 8, ..., 24, each
+    # shown 80 ms (a frame equal to the one before is merged into it, their durations added)
+    assert made["own"]["frames"] == 7
+    durations = [frame.info["duration"] for frame in ImageSequence.Iterator(Image.open(tmp_path / "own.gif"))]
+    assert sum(durations) == 7 * 80 and set(durations) <= {80, 160, 240, 320, 400, 480, 560}
+    assert made["own"]["episode"].startswith("episode 1/1: return 500.0")
+    own, again, seed7 = ((tmp_path / f"{label}.gif").read_bytes() for label in ("own", "again", "seed7"))
+    assert own == again and own != seed7
