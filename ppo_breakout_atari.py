@@ -946,7 +946,10 @@ class RunLog:
         self.writer = None
         if rank == 0:
             os.makedirs(run_dir, exist_ok=True)
-            self.writer = SummaryWriter(run_dir)
+            # A resumed run goes on from its checkpoint's step G. What an earlier process logged past G (the episodes
+            # of a rollout that a Ctrl-C gave up, or everything after the last checkpoint before a crash) is not in
+            # this run's history: purge_step has TensorBoard drop the earlier events from step G + 1 on.
+            self.writer = SummaryWriter(run_dir, purge_step=global_step + 1 if args.resume else None)
             self.writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(
                 f"|{k}|{v}|" for k, v in dataclasses.asdict(args).items()))
             print(f"run folder {run_dir}, training on {device} (curves: tensorboard --logdir {os.path.dirname(run_dir)})")

@@ -13,8 +13,8 @@ What this lesson teaches
 What you should see
     How far Mario gets (x position of the training episodes, seed 1; the flag is at x 3,161) in a 249,856-step run
     with the defaults (`--total-timesteps 249856 --no-cuda --eval-every 15 --eval-episodes 10`: 60 min on 2 CPU
-    cores over two sessions, 70 SPS): 589 over the first 20 episodes, then 752 / 836 / 876 / 929 / 1,023 by 50k-step
-    blocks, still rising at the end; 1 of its 2,099 episodes reached the flag. A healthy update, as logged (5th-95th
+    cores over two sessions, 70 SPS): 589 over the first 20 episodes, then 752 / 829 / 876 / 929 / 1,023 by 50k-step
+    blocks, still rising at the end; 1 of its 2,066 episodes reached the flag. A healthy update, as logged (5th-95th
     percentile of its 61 updates): approx_kl 0.004-0.020 (the policy's steps stop past 1.5 x 0.01: 3 to 160 of 160
     taken, median 51), clipfrac 0.015-0.091, explained_variance 0.46-0.66, entropy from ln 7 = 1.95 down to
     0.85-1.23 in the second half, value_loss 1.7-3.1 (in units of MarioReward's return).
@@ -1026,7 +1026,10 @@ class RunLog:
         self.writer = None
         if rank == 0:
             os.makedirs(run_dir, exist_ok=True)
-            self.writer = SummaryWriter(run_dir)
+            # A resumed run goes on from its checkpoint's step G. What an earlier process logged past G (the episodes
+            # of a rollout that a Ctrl-C gave up, or everything after the last checkpoint before a crash) is not in
+            # this run's history: purge_step has TensorBoard drop the earlier events from step G + 1 on.
+            self.writer = SummaryWriter(run_dir, purge_step=global_step + 1 if args.resume else None)
             self.writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(
                 f"|{k}|{v}|" for k, v in dataclasses.asdict(args).items()))
             print(f"run folder {run_dir}, training on {device} (curves: tensorboard --logdir {os.path.dirname(run_dir)})")

@@ -53,6 +53,7 @@ Usage:
     python benchmarks/benchmark.py --script - --diagnostics benchmarks/results/diagnostics/ppo_cartpole-diagnostics.csv
 """
 
+import contextlib
 import csv
 import glob
 import re
@@ -122,6 +123,9 @@ class Args:
     per tag and part of the run (the whole run, its second half), over the seeds"""
     from_logs: tuple[str, ...] = ()
     """skip running: analyse the existing run folders matching these glob patterns (relative to --workdir)"""
+    up_to_step: int | None = None
+    """with --from-logs: read each run only up to this env step (a run resumed into a longer one, as the Mario
+    sweep's run (a) was into the 2M-step run, is recorded again as it stood there)"""
     play_episodes: int = 0
     """after each run, play its checkpoint's greedy policy for this many episodes and report the mean return
     (0: do not play)"""
@@ -176,18 +180,66 @@ def rolling_mean(values: list[float], window: int) -> list[float]:
     return [sum(values[max(0, i - window + 1) : i + 1]) / min(i + 1, window) for i in range(len(values))]
 
 
-def read_scalars(run_dir: Path) -> tuple[dict[str, list[ScalarEvent]], float | None]:
-    """All scalars in the run folder's event files, by tag, and the wall time of the first event (None if the
-    folder holds no events). Each ScalarEvent has `.wall_time`, `.step` (global_step) and `.value`."""
-    # size_guidance 0 keeps every scalar; by default the accumulator keeps a random sample of 10,000 per tag
-    accumulator = EventAccumulator(str(run_dir), size_guidance={SCALARS: 0})
-    accumulator.Reload()
-    scalars = {tag: accumulator.Scalars(tag) for tag in accumulator.Tags()["scalars"]}
-    try:
-        first_event_time = accumulator.FirstEventTimestamp()
-    except ValueError:  # raised when no event file was found
-        first_event_time = None
-    return scalars, first_event_time
+def read_processes(run_dir: Path) -> list[dict]:
+    """The run folder's events files, one per process that logged into it, in the order they were written: for
+    each, {"scalars": its scalars by tag, "resumed_from": the step it went on from (0 for the first), "first_time":
+    the wall time of its first event}.
+
+    A run resumed with --resume keeps its folder, with an events file per process. Resumed from its checkpoint's
+    step G, a process logs from G on; what an earlier process logged past G is not in the run's history (the
+    episodes of a rollout that a Ctrl-C gave up, or everything after the last checkpoint before a crash), and is
+    left out here, as TensorBoard leaves it out (the scripts open a resumed run's writer with purge_step G + 1).
+    G is read off the logs, so that runs logged before the scripts set purge_step read the same: the last step
+    at which the earlier files logged charts/SPS (once an update, at its end) before the later file's first
+    step; 0 where they logged none. A folder that never logs charts/SPS is read whole. A file with no scalars
+    (a process that stopped before its first) is left out."""
+    files = sorted(Path(run_dir).glob("events.out.tfevents.*"))  # (named by creation time: the order written)
+    processes = []
+    for path in files:
+        # size_guidance 0 keeps every scalar; by default the accumulator keeps a random sample of 10,000 per tag
+        accumulator = EventAccumulator(str(path), size_guidance={SCALARS: 0})
+        accumulator.Reload()
+        scalars = {tag: accumulator.Scalars(tag) for tag in accumulator.Tags()["scalars"]}
+        if any(scalars.values()):
+            processes.append({"scalars": scalars, "resumed_from": 0, "first_time": accumulator.FirstEventTimestamp()})
+    if not any("charts/SPS" in process["scalars"] for process in processes):
+        return processes
+    for i, process in enumerate(processes[1:], 1):
+        first_step = min(event.step for events in process["scalars"].values() for event in events)
+        updates = [event.step for earlier in processes[:i] for event in earlier["scalars"].get("charts/SPS", [])]
+        process["resumed_from"] = max((step for step in updates if step < first_step), default=0)
+        for earlier in processes[:i]:
+            earlier["scalars"] = {tag: [event for event in events if event.step <= process["resumed_from"]]
+                                  for tag, events in earlier["scalars"].items()}
+    return processes
+
+
+def read_scalars(run_dir: Path, up_to_step: int | None = None) -> tuple[dict[str, list[ScalarEvent]], float | None]:
+    """All scalars in the run folder's event files, by tag (with `up_to_step`, those logged at that step or
+    before), and the wall time of the first event (None if the folder holds no events). Each ScalarEvent has
+    `.wall_time`, `.step` (global_step) and `.value`. A resumed run's scalars are its history's
+    (read_processes): not what an earlier process logged past the step a later one went on from."""
+    merged: dict[str, list[ScalarEvent]] = {}
+    processes = read_processes(run_dir)
+    for process in processes:
+        for tag, events in process["scalars"].items():
+            merged.setdefault(tag, []).extend(e for e in events if up_to_step is None or e.step <= up_to_step)
+    first_time = min((process["first_time"] for process in processes), default=None)
+    return {tag: events for tag, events in merged.items() if events}, first_time
+
+
+def stretches(run_dir: Path, up_to_step: int | None = None) -> list[dict]:
+    """Where a run resumed: for each process that logged into the run folder (up to `up_to_step`), the env steps
+    it trained ("from", "to": its last update's step), its wall seconds from its first event to that update's
+    and its steps per second over them."""
+    rows = []
+    for process in read_processes(run_dir):
+        updates = [e for e in process["scalars"].get("charts/SPS", []) if up_to_step is None or e.step <= up_to_step]
+        if updates:
+            seconds, steps = updates[-1].wall_time - process["first_time"], updates[-1].step - process["resumed_from"]
+            rows.append({"from": process["resumed_from"], "to": updates[-1].step, "seconds": seconds,
+                         "sps": steps / seconds if seconds > 0 else float("nan")})
+    return rows
 
 
 def summarize(
@@ -339,7 +391,7 @@ def analyse(args: Args, run_dir: Path, start_time: float | None, end_time: float
     """One CSV row for a run folder. Without start/end times (--from-logs) the run's first and last events
     stand in for launch and exit."""
     env_id, seed = parse_run_name(run_dir)
-    scalars, first_event_time = read_scalars(run_dir)
+    scalars, first_event_time = read_scalars(run_dir, args.up_to_step)
     if not scalars:
         raise RunFailed(f"no TensorBoard scalars in {run_dir}")
     timed_from = "launch"
@@ -479,7 +531,7 @@ def read_points(args: Args, run_dir: Path, start_time: float | None = None, labe
     if not run_dir.is_dir():
         raise RunFailed(f"the run folder {run_dir} is gone: rerun the benchmark that wrote it")
     env_id, seed = parse_run_name(run_dir)
-    scalars, first_event_time = read_scalars(run_dir)
+    scalars, first_event_time = read_scalars(run_dir, args.up_to_step)
     start = first_event_time if start_time is None else start_time
     return [
         {"script": Path(args.script).name, "label": args.label if label is None else label, "env_id": env_id,
@@ -500,7 +552,7 @@ def read_diagnostics(args: Args, run_dir: Path) -> list[dict]:
     env_id, seed = parse_run_name(run_dir)
     return [
         {"script": Path(args.script).name, "label": args.label, "env_id": env_id, "seed": seed, **row}
-        for row in diagnostic_spreads(read_scalars(run_dir)[0], args.diagnostic_tags)
+        for row in diagnostic_spreads(read_scalars(run_dir, args.up_to_step)[0], args.diagnostic_tags)
     ]
 
 
@@ -761,7 +813,7 @@ def describe(args: Args) -> int:
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for run_dir in run_dirs:
-        values = [event.value for event in read_scalars(run_dir)[0].get(args.describe, [])]
+        values = [event.value for event in read_scalars(run_dir, args.up_to_step)[0].get(args.describe, [])]
         if not values:
             print(f"| {run_dir.name} | 0 | - | - | - |" + (" - |" if args.band else ""))
             continue

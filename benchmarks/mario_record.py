@@ -5,6 +5,8 @@ whether he reached the flag (`charts/flag_get`), both at the env step the episod
 mean x position (`eval/mean_x_pos`) and the share of its episodes at the flag (`eval/flag_rate`). From those this
 prints, for one run folder (a run resumed across sessions keeps one folder, with an events file per session):
 
+- the processes that trained it (a session each, a --resume between them): the env steps each went from and to,
+  its wall time and SPS;
 - by blocks of --block env steps: how many training episodes ended, their mean x position and the share that
   reached the flag;
 - every evaluation: its step, mean x position and flag rate;
@@ -12,10 +14,12 @@ prints, for one run folder (a run resumed across sessions keeps one folder, with
   ended (a death: an enemy, a pit, or the clock running out), in bins of --bin pixels, over the last --last
   episodes, or all of them with --last 0. World 1-1's flag is at x 3,161.
 
---csv writes the episodes (step, x_pos, flag) and the evaluations to two CSVs, so that the record can be
-printed and drawn again (--from-csv) once the run folder is gone; --plot draws a PNG: the x position (the mean
-of the last --window episodes) and the flag rate (the share of them) against env steps, the evaluations marked,
-and the histogram.
+What a process logged past the step the next one resumed from (the rollout a Ctrl-C gave up) is left out
+(benchmark.read_processes says how); --up-to-step reads the run as it stood at a step (a run resumed into a
+longer one). --csv writes the episodes (step, x_pos, flag), the evaluations and the processes to three CSVs, so
+that the record can be printed and drawn again (--from-csv) once the run folder is gone; --plot draws a PNG: the
+x position (the mean of the last --window episodes) and the flag rate (the share of them) against env steps, the
+evaluations marked, and the histogram.
 
 Usage:
     python benchmarks/mario_record.py runs/SuperMarioBros-1-1-v0__long__1__1796200000
@@ -35,7 +39,7 @@ from typing import Optional
 import tyro
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchmark import read_scalars, rolling_mean  # noqa: E402
+from benchmark import read_scalars, rolling_mean, stretches  # noqa: E402
 
 FLAG_X = 3161  # World 1-1's flag, in x pixels (where the episodes at the flag end)
 
@@ -46,6 +50,8 @@ class Args:
     """a run folder of ppo_mario_cnn.py (runs/<level>__<exp-name>__<seed>__<time>/)"""
     from_csv: Optional[Path] = None
     """instead of a run folder: the CSVs a --csv of an earlier call wrote (the prefix given there)"""
+    up_to_step: Optional[int] = None
+    """read the run only up to this env step (a run resumed into a longer one, recorded as it stood there)"""
     block: int = 100_000
     """env steps per row of the block table"""
     bin: int = 100
@@ -74,10 +80,11 @@ class Evaluation:
     flag_rate: float
 
 
-def read_run(run: Path) -> tuple[list[Episode], list[Evaluation]]:
-    """The training episodes and the evaluations logged in a run folder, in step order. The script logs x_pos and
-    flag_get together for each episode, so the two tags pair up one to one, in their order."""
-    scalars, _ = read_scalars(run)
+def read_run(run: Path, up_to_step: Optional[int] = None) -> tuple[list[Episode], list[Evaluation]]:
+    """The training episodes and the evaluations logged in a run folder (up to `up_to_step`), in step order,
+    without what a resumed run's earlier processes logged past its resume (benchmark.read_scalars). The script
+    logs x_pos and flag_get together for each episode, so the two tags pair up one to one, in their order."""
+    scalars, _ = read_scalars(run, up_to_step)
     xs, flags = scalars.get("charts/x_pos", []), scalars.get("charts/flag_get", [])
     if not xs:
         raise SystemExit(f"mario_record.py: no charts/x_pos in {run}: not a run folder of ppo_mario_cnn.py")
@@ -111,9 +118,15 @@ def deaths(episodes: list[Episode], bin_width: int, last: int = 0) -> list[tuple
     return [(i * bin_width, bins.get(i, 0)) for i in range(max(bins) + 1)] if bins else []
 
 
-def report(args: Args, episodes: list[Episode], evaluations: list[Evaluation]) -> str:
+def report(args: Args, episodes: list[Episode], evaluations: list[Evaluation], resumes: list[dict] = ()) -> str:
     lines = [f"{len(episodes)} training episodes, {sum(e.flag for e in episodes)} at the flag; "
-             f"{len(evaluations)} evaluations", "",
+             f"{len(evaluations)} evaluations", ""]
+    if resumes:
+        lines += ["Each process that trained the run (a --resume starts the next; wall time from its first event "
+                  "to its last update):", "", "| env steps | wall min | SPS |", "|---|---|---|"]
+        lines += [f"| {r['from']:,} - {r['to']:,} | {r['seconds'] / 60:.1f} | {r['sps']:.0f} |" for r in resumes]
+        lines.append("")
+    lines += [
              "| env steps | episodes | mean x position | at the flag |", "|---|---|---|---|"]
     for row in block_rows(episodes, args.block):
         lines.append(f"| {row['from']:,} - {row['to']:,} | {row['episodes']} | {row['mean_x']:.0f} | "
@@ -131,8 +144,13 @@ def report(args: Args, episodes: list[Episode], evaluations: list[Evaluation]) -
     return "\n".join(lines)
 
 
-def write_csvs(prefix: Path, episodes: list[Episode], evaluations: list[Evaluation]) -> None:
+def write_csvs(prefix: Path, episodes: list[Episode], evaluations: list[Evaluation], resumes: list[dict] = ()) -> None:
     prefix.parent.mkdir(parents=True, exist_ok=True)
+    if resumes:
+        with open(f"{prefix}-processes.csv", "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=["from", "to", "seconds", "sps"])
+            writer.writeheader()
+            writer.writerows(resumes)
     with open(f"{prefix}-episodes.csv", "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["step", "x_pos", "flag"])
@@ -143,13 +161,18 @@ def write_csvs(prefix: Path, episodes: list[Episode], evaluations: list[Evaluati
         writer.writerows((e.step, e.mean_x_pos, e.flag_rate) for e in evaluations)
 
 
-def read_csvs(prefix: Path) -> tuple[list[Episode], list[Evaluation]]:
+def read_csvs(prefix: Path) -> tuple[list[Episode], list[Evaluation], list[dict]]:
     with open(f"{prefix}-episodes.csv", newline="") as f:
         episodes = [Episode(int(r["step"]), int(r["x_pos"]), r["flag"] == "1") for r in csv.DictReader(f)]
     with open(f"{prefix}-evaluations.csv", newline="") as f:
         evaluations = [Evaluation(int(r["step"]), float(r["mean_x_pos"]), float(r["flag_rate"]))
                        for r in csv.DictReader(f)]
-    return episodes, evaluations
+    resumes = []
+    if Path(f"{prefix}-processes.csv").exists():  # (written for a run folder that has logged an update)
+        with open(f"{prefix}-processes.csv", newline="") as f:
+            resumes = [{"from": int(r["from"]), "to": int(r["to"]), "seconds": float(r["seconds"]),
+                        "sps": float(r["sps"])} for r in csv.DictReader(f)]
+    return episodes, evaluations, resumes
 
 
 def plot(args: Args, episodes: list[Episode], evaluations: list[Evaluation], title: str) -> None:
@@ -196,10 +219,13 @@ def main(args: Args) -> int:
     if min(args.block, args.bin, args.window) <= 0 or args.last < 0:
         print("mario_record.py: --block, --bin and --window must be positive, --last not negative", file=sys.stderr)
         return 2
-    episodes, evaluations = read_run(args.run) if args.run else read_csvs(args.from_csv)
-    print(report(args, episodes, evaluations))
+    if args.run:
+        (episodes, evaluations), resumes = read_run(args.run, args.up_to_step), stretches(args.run, args.up_to_step)
+    else:
+        episodes, evaluations, resumes = read_csvs(args.from_csv)
+    print(report(args, episodes, evaluations, resumes))
     if args.csv:
-        write_csvs(args.csv, episodes, evaluations)
+        write_csvs(args.csv, episodes, evaluations, resumes)
     if args.plot:
         plot(args, episodes, evaluations, f"ppo_mario_cnn.py: {(args.run or args.from_csv).name}")
     return 0

@@ -144,6 +144,78 @@ def test_reads_summary_writer_logs(tmp_path, capsys):
     assert float(csv_row["wall_seconds"]) == pytest.approx(70.0, abs=0.5)
 
 
+def write_process(run_dir, scalars, purge_step=None):
+    """One process's events file in run_dir: `scalars` as (tag, step, value, seconds after the file opened)."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(run_dir), purge_step=purge_step)
+    start = time.time()
+    for tag, step, value, seconds in scalars:
+        writer.add_scalar(tag, value, step, walltime=start + seconds)
+    writer.close()
+
+
+# A run resumed twice. The first process (updates of 100 steps) logged its updates at 100, 200 and 300, then
+# crashed; its last checkpoint held 200, so its update at 300 and the episodes after 200 are not in the run's
+# history. The second went on from 200 and was stopped by a Ctrl-C in the update after its rollout to 400 (the
+# Stopper saves 300): its episode at 390 is not in the history either. The third went on from 300.
+RETURN = "charts/episodic_return"
+FIRST = [(RETURN, 50, 1.0, 5), ("charts/SPS", 100, 10.0, 10), (RETURN, 150, 2.0, 15),
+         ("charts/SPS", 200, 10.0, 20), (RETURN, 250, -1.0, 25), ("charts/SPS", 300, -1.0, 30)]
+SECOND = [(RETURN, 240, 3.0, 4), ("charts/SPS", 300, 20.0, 10), (RETURN, 390, -2.0, 14)]
+THIRD = [(RETURN, 330, 4.0, 3), ("charts/SPS", 400, 30.0, 20)]
+
+
+@pytest.mark.parametrize("marked", [False, True], ids=["logged-before-purge-step", "purge-step"])
+def test_a_resumed_run_reads_as_its_history(tmp_path, marked):
+    """With or without the purge_step the scripts now open a resumed run's writer with, read_scalars reads what
+    the run's history holds; with it TensorBoard's own reader agrees."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    run_dir, start = tmp_path / "Env-v0__bench__1__123", time.time()
+    for scalars, resumed_from in ((FIRST, None), (SECOND, 200), (THIRD, 300)):
+        write_process(run_dir, scalars, resumed_from + 1 if marked and resumed_from else None)
+        time.sleep(1.1)  # (the files are named by the second they were opened in)
+    history = {"charts/episodic_return": [(50, 1.0), (150, 2.0), (240, 3.0), (330, 4.0)],
+               "charts/SPS": [(100, 10.0), (200, 10.0), (300, 20.0), (400, 30.0)]}
+
+    def steps_and_values(scalars):
+        return {tag: [(event.step, event.value) for event in events] for tag, events in scalars.items()}
+
+    scalars, first_time = benchmark.read_scalars(run_dir)
+    assert steps_and_values(scalars) == history
+    assert start - 5 < first_time < start + 5  # the first file's header, written when it opened
+    if marked:
+        accumulator = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+        accumulator.Reload()
+        assert steps_and_values({tag: accumulator.Scalars(tag) for tag in accumulator.Tags()["scalars"]}) == history
+    assert steps_and_values(benchmark.read_scalars(run_dir, up_to_step=300)[0]) == {
+        tag: [(step, value) for step, value in points if step <= 300] for tag, points in history.items()}
+    # where it resumed: each process from the step it went on from to its last update in the history
+    rows = benchmark.stretches(run_dir)
+    assert [(row["from"], row["to"]) for row in rows] == [(0, 200), (200, 300), (300, 400)]
+    assert [row["seconds"] for row in rows] == pytest.approx([20, 10, 20], abs=2)  # (from each file's header)
+    assert rows[2]["sps"] == pytest.approx(100 / rows[2]["seconds"])
+    assert [(row["from"], row["to"]) for row in benchmark.stretches(run_dir, up_to_step=300)] == [(0, 200), (200, 300)]
+
+
+def test_resumes_read_off_the_logs(tmp_path):
+    """A process stopped in its first update logged no update: the next one went on from 0. A folder that never
+    logs charts/SPS is not a run of these scripts: every file is read whole."""
+    first_update = tmp_path / "Env-v0__bench__1__1"
+    write_process(first_update, [("charts/episodic_return", 50, -1.0, 1)])
+    time.sleep(1.1)
+    write_process(first_update, [("charts/episodic_return", 40, 1.0, 1), ("charts/SPS", 100, 9.0, 2)])
+    assert {tag: [e.step for e in events] for tag, events in benchmark.read_scalars(first_update)[0].items()} == {
+        "charts/episodic_return": [40], "charts/SPS": [100]}
+    other = tmp_path / "Env-v0__bench__1__2"
+    write_process(other, [("charts/episodic_return", 50, 1.0, 1)])
+    time.sleep(1.1)
+    write_process(other, [("charts/episodic_return", 40, 2.0, 1)])
+    assert [e.value for e in benchmark.read_scalars(other)[0]["charts/episodic_return"]] == [1.0, 2.0]
+    assert benchmark.read_scalars(tmp_path / "empty") == ({}, None)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # End to end, with fake training scripts
 # ---------------------------------------------------------------------------------------------------------------

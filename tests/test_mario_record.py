@@ -72,3 +72,31 @@ def test_not_a_mario_run(tmp_path):
     writer.close()
     with pytest.raises(SystemExit, match="no charts/x_pos in .*: not a run folder of ppo_mario_cnn.py"):
         mario_record.read_run(tmp_path / "other")
+
+
+def test_a_resumed_run_without_what_the_stopped_process_gave_up(tmp_path, capsys):
+    """Two processes: the first logged its update at 100, then the episodes of a rollout that a Ctrl-C gave up
+    (130); the second went on from 100. The record holds the run's history and says where it resumed."""
+    import time
+
+    folder = tmp_path / "SuperMarioBros-1-1-v0__test__1__1"
+    for scalars in ([(40, 310, 0), ("SPS", 100, 1), (130, 999, 1)], [(120, 3161, 1), ("SPS", 200, 1)]):
+        writer = SummaryWriter(str(folder))
+        for step_or_sps, x_or_step, flag in scalars:
+            if step_or_sps == "SPS":
+                writer.add_scalar("charts/SPS", 50.0, x_or_step)
+            else:
+                writer.add_scalar("charts/x_pos", x_or_step, step_or_sps)
+                writer.add_scalar("charts/flag_get", float(flag), step_or_sps)
+        writer.close()
+        time.sleep(1.1)  # (a file is named by the second it was opened in)
+    episodes, _ = mario_record.read_run(folder)
+    assert [(e.step, e.x_pos, e.flag) for e in episodes] == [(40, 310, False), (120, 3161, True)]
+    assert [(e.step, e.x_pos) for e in mario_record.read_run(folder, up_to_step=100)[0]] == [(40, 310)]
+    prefix = tmp_path / "out" / "resumed"
+    assert mario_record.main(mario_record.Args(run=folder, block=100, csv=prefix)) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("2 training episodes, 1 at the flag; 0 evaluations")
+    assert "| env steps | wall min | SPS |" in printed and "| 0 - 100 | " in printed and "| 100 - 200 | " in printed
+    assert mario_record.main(mario_record.Args(from_csv=prefix, block=100)) == 0
+    assert capsys.readouterr().out == printed

@@ -6,10 +6,18 @@ envs' episodes all end where the rollouts end, so a resumed run sees exactly the
 sees (tests/scripted_runs.py says how). Also: Breakout's same seed gives the same run, Pendulum's beta is halved
 and doubled through train() and comes back on resume."""
 
+import sys
+from pathlib import Path
+
 import pytest
 import torch
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import scripted_runs
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import benchmark  # noqa: E402  (benchmarks/benchmark.py: how the record reads a run folder)
 
 # 3 updates of 12 samples (one env x 12 steps, or two envs x 6 steps: a multiple of 6 steps, so every rollout ends
 # on an episode boundary), minibatches of 6, tiny networks, on the CPU, the vector envs stepped in the driver's
@@ -140,6 +148,31 @@ def test_a_stopped_and_resumed_run_ends_as_the_run_that_never_stopped(module, ru
         assert any(logged["losses/vf_clipfrac", u * 12][0] > 0 for u in range(1, UPDATES + 1))
     problems = scripted_runs.scalar_differences(logged, scripted_runs.scalars(stopped["log"], resumed["log"]))
     assert not problems, problems[:10]
+
+
+@pytest.mark.parametrize("module", list(CONFIGS))
+def test_a_resumed_runs_folder_reads_as_the_run_that_never_stopped(module, runs):
+    """The stopped and resumed run's folder, two events files, read as TensorBoard reads it (the resumed run's
+    writer has it drop what the stopped one logged past the checkpoint) and as benchmark.read_scalars reads it
+    (which finds the checkpoint's step in the logs): both hold what the run that never stopped logged."""
+    results, _ = runs(module, 1)
+    runs(module, 2)  # (the resumed run, into the stopped run's folder)
+    straight, stopped = Path(results["straight"]["run_dir"]), Path(results["stopped"]["run_dir"])
+    files = sorted(stopped.glob("events.out.tfevents.*"))
+    assert len(files) == 2
+
+    def history(accumulator_or_scalars) -> dict:
+        scalars = accumulator_or_scalars
+        if isinstance(scalars, EventAccumulator):
+            scalars.Reload()
+            scalars = {tag: scalars.Scalars(tag) for tag in scalars.Tags()["scalars"]}
+        return {tag: [(e.step, e.value) for e in events] for tag, events in scalars.items() if tag != "charts/SPS"}
+
+    expected = history(benchmark.read_scalars(straight)[0])
+    if module in scripted_runs.STOPPER_SCRIPTS:  # the stopped process did log past its checkpoint (step 12)
+        assert max(step for step, _ in history(EventAccumulator(str(files[0])))["charts/episodic_return"]) > 12
+    assert history(EventAccumulator(str(stopped), size_guidance={"scalars": 0})) == expected
+    assert history(benchmark.read_scalars(stopped)[0]) == expected
 
 
 @pytest.mark.parametrize("module", EVALUATING)
