@@ -23,7 +23,7 @@ writes by default (the run folder, the step and the command line that trains the
 script's own `--play` path (its main(), one episode; greedy for the MLP lessons, sampled from pi for the pixel
 ones, as their --play does) with the frames taken where the script would record its video: every k-th frame,
 downscaled to `--width` pixels, at most `--seconds` of the episode in real time, about `--fps` frames a second,
-so that a GIF is small (agents/' five: 24 to 486 KB). `gif` sets MUJOCO_GL=egl where no display is set (MuJoCo renders off-screen).
+so that a GIF is small (agents/' six: 24 KB to 1.1 MB). `gif` sets MUJOCO_GL=egl where no display is set (MuJoCo renders off-screen).
 `gif --seed N` draws the first episode of `--play ... --seed N` instead (another start, other sampled actions);
 `gifs` gives the files that GIF_SEEDS lists their seed there.
 
@@ -41,6 +41,11 @@ benchmarks/README.md, each lesson's best seed there), each then exported with `e
     agents/breakout.pt     python ppo_breakout_atari.py --seed 1 --total-timesteps 10000000 --no-cuda
                                --vectorization-mode sync --exp-name long40m
                            (issue 27's 40M-frame run, resumed across sessions: benchmarks/README.md)
+    agents/mario.pt        python ppo_mario_cnn.py --total-timesteps 249856 --no-cuda --no-anneal-lr --eval-every 15
+                               --eval-episodes 10 --seed 1 --exp-name sweep-simple-lam095, then --resume with
+                               --total-timesteps 2000000 --eval-every 20 --eval-episodes 20 --target-flag-rate 0.5
+                           (issue 28's run to the flag, ended at 819,200 steps: benchmarks/README.md, "To the flag";
+                           its GIF with --seed 6, GIF_SEEDS)
 """
 
 from __future__ import annotations
