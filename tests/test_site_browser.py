@@ -38,11 +38,14 @@ def pages(site: Path) -> list[Path]:
 
 
 def requests_made(d) -> list[str]:
+    """The URLs requested since the log was last read, but for those of Chromium's own pages (a document at a
+    chrome:// URL: Chromium 150's new-tab page, still loading its icons when the first page is asked for)."""
     urls = []
     for entry in d.get_log("performance"):
         message = json.loads(entry["message"])["message"]
         if message["method"] == "Network.requestWillBeSent":
-            urls.append(message["params"]["request"]["url"])
+            if not message["params"].get("documentURL", "").startswith("chrome://"):
+                urls.append(message["params"]["request"]["url"])
     return urls
 
 
