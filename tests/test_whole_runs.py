@@ -161,17 +161,18 @@ def test_a_resumed_runs_folder_reads_as_the_run_that_never_stopped(module, runs)
     files = sorted(stopped.glob("events.out.tfevents.*"))
     assert len(files) == 2
 
-    def history(accumulator_or_scalars) -> dict:
-        scalars = accumulator_or_scalars
-        if isinstance(scalars, EventAccumulator):
-            scalars.Reload()
-            scalars = {tag: scalars.Scalars(tag) for tag in scalars.Tags()["scalars"]}
+    def tensorboard(path) -> dict:  # what TensorBoard shows of an events file or a run folder, every event kept
+        accumulator = EventAccumulator(str(path), size_guidance={"scalars": 0})
+        accumulator.Reload()
+        return {tag: accumulator.Scalars(tag) for tag in accumulator.Tags()["scalars"]}
+
+    def history(scalars: dict) -> dict:  # {tag: [(step, value), ...]}, without charts/SPS (it counts wall time)
         return {tag: [(e.step, e.value) for e in events] for tag, events in scalars.items() if tag != "charts/SPS"}
 
     expected = history(benchmark.read_scalars(straight)[0])
     if module in scripted_runs.STOPPER_SCRIPTS:  # the stopped process did log past its checkpoint (step 12)
-        assert max(step for step, _ in history(EventAccumulator(str(files[0])))["charts/episodic_return"]) > 12
-    assert history(EventAccumulator(str(stopped), size_guidance={"scalars": 0})) == expected
+        assert max(step for step, _ in history(tensorboard(files[0]))["charts/episodic_return"]) > 12
+    assert history(tensorboard(stopped)) == expected
     assert history(benchmark.read_scalars(stopped)[0]) == expected
 
 
