@@ -23,9 +23,11 @@ writes by default (the run folder, the step and the command line that trains the
 script's own `--play` path (its main(), one episode; greedy for the MLP lessons, sampled from pi for the pixel
 ones, as their --play does) with the frames taken where the script would record its video: every k-th frame,
 downscaled to `--width` pixels, at most `--seconds` of the episode in real time, about `--fps` frames a second,
-so that a GIF is small (agents/' six: 24 KB to 1.1 MB). `gif` sets MUJOCO_GL=egl where no display is set (MuJoCo renders off-screen).
+so that a GIF is small (agents/' six: 24 KB to 1.1 MB). `gif` sets MUJOCO_GL=egl where no display is set (MuJoCo
+renders off-screen).
 `gif --seed N` draws the first episode of `--play ... --seed N` instead (another start, other sampled actions);
-`gifs` gives the files that GIF_SEEDS lists their seed there.
+`gifs` draws each file with its GIF_SETTINGS (the defaults, but for Mario's: seed 6's episode, to the flag), which
+the flags given replace.
 
 The runs behind agents/ (the first four on 2 CPU cores shared with a Breakout run; the commands of
 benchmarks/README.md, each lesson's best seed there), each then exported with `export` and drawn with `gif`:
@@ -45,7 +47,7 @@ benchmarks/README.md, each lesson's best seed there), each then exported with `e
                                --eval-episodes 10 --seed 1 --exp-name sweep-simple-lam095, then --resume with
                                --total-timesteps 2000000 --eval-every 20 --eval-episodes 20 --target-flag-rate 0.5
                            (issue 28's run to the flag, ended at 819,200 steps: benchmarks/README.md, "To the flag";
-                           its GIF with --seed 6, GIF_SEEDS)
+                           its GIF with --seed 6 --seconds 22 --fps 8 --width 200: GIF_SETTINGS)
 """
 
 from __future__ import annotations
@@ -77,8 +79,11 @@ NOT_TRAINING = {"resume", "play", "episodes"}
 # bytes (925 KB -> 486 KB at 240 px).
 COLORS = 64
 SUPPRESSED = typing.get_args(tyro.conf.Suppress[int])[1]  # the mark of a derived field (not a flag)
-# `gifs`: the --seed of a file's GIF where the run's own seed is not the episode to show.
-GIF_SEEDS: dict[str, int] = {"mario.pt": 6}  # (seed 1's first episode dies at x 2,471; seed 6's reaches the flag)
+GIF_DEFAULTS = {"seconds": 10.0, "fps": 12.0, "width": 240, "seed": None}  # seed None: the run's own
+# `gifs`: a file's GIF settings where the defaults do not show the episode to see. Mario's: seed 1's first episode
+# dies at x 2,471, seed 6's reaches the flag after 1,237 frames (20.6 s at 60 fps); fewer, smaller frames keep the
+# 22 s GIF to 1.1 MB.
+GIF_SETTINGS: dict[str, dict] = {"mario.pt": {"seed": 6, "seconds": 22.0, "fps": 8.0, "width": 200}}
 
 
 def fail(message: str) -> None:
@@ -188,8 +193,8 @@ def frame_grabber(frames: list, returns: list, seconds: float, fps: float, width
     return FrameGrabber
 
 
-def gif(policy_path: str, out: str, seconds: float = 10.0, fps: float = 12.0, width: int = 240,
-        seed: int = None) -> dict:
+def gif(policy_path: str, out: str, seconds: float = GIF_DEFAULTS["seconds"], fps: float = GIF_DEFAULTS["fps"],
+        width: int = GIF_DEFAULTS["width"], seed: int = None) -> dict:
     """Play the first --play episode of `policy_path` through its script's main() and write its GIF to `out`
     (atomically); with `seed`, the episode that `--play ... --seed <seed>` plays first (another starting state,
     and for the pixel lessons other sampled actions). Returns {"frames", "return", "bytes", "episode"}."""
@@ -232,20 +237,24 @@ def main() -> None:
         if name == "gif":
             p.add_argument("policy", help="a policy file (or a checkpoint)")
             p.add_argument("out", help="the GIF to write")
-        p.add_argument("--seconds", type=float, default=10.0, help="how much of the episode, in real time")
-        p.add_argument("--fps", type=float, default=12.0, help="about this many GIF frames per second")
-        p.add_argument("--width", type=int, default=240, help="frames wider than this are scaled down to it")
-        if name == "gif":
-            p.add_argument("--seed", type=int, help="play the first episode of this seed (default: the run's seed)")
+        settings = "" if name == "gif" else ", or the file's GIF_SETTINGS"
+        for flag, kind, about in (("seconds", float, "how much of the episode, in real time"),
+                                  ("fps", float, "about this many GIF frames per second"),
+                                  ("width", int, "frames wider than this are scaled down to it"),
+                                  ("seed", int, "play the first episode of this seed")):
+            default = GIF_DEFAULTS[flag] if flag != "seed" else "the run's seed"
+            p.add_argument(f"--{flag}", type=kind, help=f"{about} (default: {default}{settings})")
     args = parser.parse_args()
     if args.command == "export":
         policy = export(args.checkpoint, args.out, args.source)
         print(f"{args.out}: {os.path.getsize(args.out):,} bytes, {policy['source']}")
         return
-    jobs = [(args.policy, args.out, args.seed)] if args.command == "gif" else [
-        (str(path), str(path.with_suffix(".gif")), GIF_SEEDS.get(path.name)) for path in sorted(AGENTS.glob("*.pt"))]
-    for policy, out, seed in jobs:
-        made = gif(policy, out, args.seconds, args.fps, args.width, seed)
+    jobs = [(args.policy, args.out, {})] if args.command == "gif" else [
+        (str(path), str(path.with_suffix(".gif")), GIF_SETTINGS.get(path.name, {}))
+        for path in sorted(AGENTS.glob("*.pt"))]
+    given = {name: getattr(args, name) for name in GIF_DEFAULTS if getattr(args, name) is not None}
+    for policy, out, settings in jobs:
+        made = gif(policy, out, **{**GIF_DEFAULTS, **settings, **given})
         print(f"{out}: {made['bytes']:,} bytes, {made['frames']} frames; "
               f"{made['episode'] or 'return ' + str(made['return'])}")
 

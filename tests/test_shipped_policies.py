@@ -15,6 +15,7 @@ import importlib.util
 import os
 import re
 import sys
+from pathlib import Path
 
 import gymnasium as gym
 import pytest
@@ -156,3 +157,30 @@ def test_gif_draws_the_first_episode_of_the_seed_asked_for(tmp_path, monkeypatch
     assert made["own"]["episode"].startswith("episode 1/1: return 500.0")
     own, again, seed7 = ((tmp_path / f"{label}.gif").read_bytes() for label in ("own", "again", "seed7"))
     assert own == again and own != seed7
+
+
+def test_gifs_draws_each_file_with_its_settings_and_the_flags_replace_them(tmp_path, monkeypatch):
+    """`ship.py gifs`: every agents/*.pt to the GIF beside it, with the defaults but where GIF_SETTINGS gives a
+    file its own (Mario's: the seed whose episode reaches the flag, and the seconds it takes); a flag given on the
+    command line replaces both."""
+    for name in ("cartpole.pt", "mario.pt"):
+        (tmp_path / name).write_bytes(b"")
+    calls = {}
+
+    def gif(policy, out, **settings):  # (records what it was asked to draw)
+        calls[(Path(policy).name, Path(out).name)] = settings
+        return {"bytes": 1, "frames": 1, "episode": "episode 1/1", "return": 0.0}
+
+    monkeypatch.setattr(ship, "AGENTS", tmp_path)
+    monkeypatch.setattr(ship, "gif", gif)
+    monkeypatch.setattr(sys, "argv", ["ship.py", "gifs"])
+    ship.main()
+    assert calls == {("cartpole.pt", "cartpole.gif"): ship.GIF_DEFAULTS,
+                     ("mario.pt", "mario.gif"): {**ship.GIF_DEFAULTS, **ship.GIF_SETTINGS["mario.pt"]}}
+    assert calls[("mario.pt", "mario.gif")]["seed"] == 6 and ship.GIF_DEFAULTS["seed"] is None
+    calls.clear()
+    monkeypatch.setattr(sys, "argv", ["ship.py", "gifs", "--fps", "5", "--seed", "2"])
+    ship.main()
+    assert calls[("cartpole.pt", "cartpole.gif")] == {**ship.GIF_DEFAULTS, "fps": 5.0, "seed": 2}
+    assert calls[("mario.pt", "mario.gif")] == {**ship.GIF_DEFAULTS, **ship.GIF_SETTINGS["mario.pt"], "fps": 5.0,
+                                                 "seed": 2}
