@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import scripted_runs
 from conftest import ROOT
+from conftest import scalars as tensorboard_scalars  # (TensorBoard's own reader, every event kept)
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import benchmark  # noqa: E402  (benchmarks/benchmark.py: how the record reads a run folder)
@@ -161,19 +161,18 @@ def test_a_resumed_runs_folder_reads_as_the_run_that_never_stopped(module, runs)
     files = sorted(stopped.glob("events.out.tfevents.*"))
     assert len(files) == 2
 
-    def tensorboard(path) -> dict:  # what TensorBoard shows of an events file or a run folder, every event kept
-        accumulator = EventAccumulator(str(path), size_guidance={"scalars": 0})
-        accumulator.Reload()
-        return {tag: accumulator.Scalars(tag) for tag in accumulator.Tags()["scalars"]}
+    def without_sps(points: dict) -> dict:  # (charts/SPS counts wall time: it differs run to run)
+        return {tag: values for tag, values in points.items() if tag != "charts/SPS"}
 
-    def history(scalars: dict) -> dict:  # {tag: [(step, value), ...]}, without charts/SPS (it counts wall time)
-        return {tag: [(e.step, e.value) for e in events] for tag, events in scalars.items() if tag != "charts/SPS"}
+    def read_by_benchmark(run_dir) -> dict:  # benchmark.read_scalars' events as {tag: [(step, value), ...]}
+        return without_sps({tag: [(e.step, e.value) for e in events]
+                            for tag, events in benchmark.read_scalars(run_dir)[0].items()})
 
-    expected = history(benchmark.read_scalars(straight)[0])
+    expected = read_by_benchmark(straight)
     if module in scripted_runs.STOPPER_SCRIPTS:  # the stopped process did log past its checkpoint (step 12)
-        assert max(step for step, _ in history(tensorboard(files[0]))["charts/episodic_return"]) > 12
-    assert history(tensorboard(stopped)) == expected
-    assert history(benchmark.read_scalars(stopped)[0]) == expected
+        assert max(step for step, _ in tensorboard_scalars(files[0])["charts/episodic_return"]) > 12
+    assert without_sps(tensorboard_scalars(stopped)) == expected
+    assert read_by_benchmark(stopped) == expected
 
 
 @pytest.mark.parametrize("module", EVALUATING)
