@@ -233,11 +233,12 @@ def run_dirs(cwd: Path) -> list[Path]:
     return sorted(folders, key=lambda p: p.stat().st_mtime)
 
 
-def scalars(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
-    """Every scalar in a run folder's event files: {tag: [(step, value), ...]} in the order written."""
+def scalars(path: Path) -> dict[str, list[tuple[int, float]]]:
+    """Every scalar in a run folder's event files, or in one events file: {tag: [(step, value), ...]} in the
+    order written, as TensorBoard's own reader sees them."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+    acc = EventAccumulator(str(path), size_guidance={"scalars": 0})
     acc.Reload()
     return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
 
