@@ -709,8 +709,9 @@ def mean_std(values: list[float], spec: str = ".1f") -> str:
     return f"{statistics.fmean(values):{spec}} +/- {statistics.stdev(values):{spec}}"
 
 
-def summary_row(path: Path) -> str:
-    """The README results-table row of one benchmark CSV."""
+def summary_row(path: Path, window: int = 20) -> str:
+    """The README results-table row of one benchmark CSV; a final return over other than the header's `window`
+    episodes says over how many."""
     with open(path) as f:
         rows = list(csv.DictReader(f))
     if not rows:
@@ -723,7 +724,9 @@ def summary_row(path: Path) -> str:
     if curves_path(path).is_file():
         with open(curves_path(path)) as f:
             tag = next((row["tag"] for row in csv.DictReader(f) if row["kind"] == "training"), tag)
-    final = (mean_std(finals) + ("" if tag == Args.tag else f" ({tag})")) if finals else "-"
+    windows = sorted({int(row["window"]) for row in rows if row.get("window")})
+    notes = ([] if tag == Args.tag else [tag]) + [f"last {n}" for n in windows if n != window]
+    final = (mean_std(finals) + (f" ({', '.join(notes)})" if notes else "")) if finals else "-"
     cells = [
         f"`{script}`", rows[0]["env_id"], f"{statistics.fmean(int(row['total_steps']) for row in rows):,.0f}",
         " ".join(row["seed"] for row in rows), final,
@@ -736,12 +739,12 @@ def summary_row(path: Path) -> str:
 
 def summary(args: Args) -> int:
     """--summary: README's results table, one row per CSV."""
-    print("| script | env | env steps | seeds | final return (last 20 training episodes) | final policy (--play) "
-          "| wall s | SPS |")
+    print(f"| script | env | env steps | seeds | final return (last {args.window} training episodes) "
+          "| final policy (--play) | wall s | SPS |")
     print("|---|---|---|---|---|---|---|---|")
     for path in args.summary:
         try:
-            print(summary_row(path))
+            print(summary_row(path, args.window))
         except (RunFailed, FileNotFoundError, KeyError, ValueError) as error:
             print(f"--summary: cannot read {path}: {error}", file=sys.stderr)
             return 1

@@ -453,11 +453,12 @@ def test_label_and_compare(tmp_path):
 def test_summary_rows(tmp_path):
     """--summary prints README's results-table row per CSV: means and spreads over the seeds."""
     assert run_benchmark(tmp_path, options=["--play-episodes", "7"]).returncode == 0
-    command = [sys.executable, str(BENCHMARK), "--script", "-", "--summary", str(tmp_path / "out.csv")]
+    # the fake run's CSV holds the final returns over its last 2 episodes (--window 2)
+    command = [sys.executable, str(BENCHMARK), "--script", "-", "--window", "2", "--summary", str(tmp_path / "out.csv")]
     result = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     header, separator, row = result.stdout.strip().splitlines()
-    assert header.startswith("| script | env | env steps | seeds | final return")
+    assert header.startswith("| script | env | env steps | seeds | final return (last 2 training episodes) |")
     # final returns 95 and 190 (sample std 67.18), greedy returns 100 and 200 (std 70.71)
     cells = row.strip("| ").split(" | ")
     assert cells[:6] == ["`ppo_fake.py`", "CartPole-v1", "100", "1 2", "142.5 +/- 67.2", "150.0 +/- 70.7 (7 episodes)"]
@@ -466,6 +467,11 @@ def test_summary_rows(tmp_path):
     (tmp_path / "out-curves.csv").write_text(points)
     result = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert "| 142.5 +/- 67.2 (charts/x_pos) |" in result.stdout
+    # the header names the --window it reports; a CSV written with another window says its own
+    command[command.index("--window") + 1] = "100"
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert "| final return (last 100 training episodes) |" in result.stdout
+    assert "| 142.5 +/- 67.2 (charts/x_pos, last 2) |" in result.stdout
 
     result = subprocess.run([*command[:-1], str(tmp_path / "missing.csv")], capture_output=True, text=True, timeout=60)
     assert result.returncode == 1 and "--summary: cannot read" in result.stderr and "Traceback" not in result.stderr
