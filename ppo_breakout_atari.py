@@ -15,8 +15,8 @@ What you should see
     The score (mean of the last 20 whole games, 2 seeds, bf16 on 2 CPU cores): 1.4 at 50k steps, 3.7 at 100k,
     8.2 at 200k, 11.4 at 300k, 13.7 at 500k = 2M frames (`--total-timesteps 500000 --no-cuda`, 14 min a seed);
     the default 2.5M steps = 10M frames: 27 at 1M steps, 52 at 2M, 49 at the end (39-60; 58 min a seed);
-    the published 10M steps = 40M frames (`--total-timesteps 10000000`, one seed, 7.5 h): the last 100 games 81
-    at 10M frames, 205 at 20M, 350 at 40M (SB3's trained agent: 81, 261, 391; CleanRL's final 415).
+    the published 10M steps = 40M frames (`--total-timesteps 10000000`, seeds 1 and 2, 7.5 and 6.6 h): the last
+    100 games 81 / 110 at 10M frames, 205 / 214 at 20M, 350 / 370 at 40M (SB3's agent 81, 261, 391; CleanRL 415).
     A healthy update of the 2M-frame run, as logged (5th-95th percentile of its 488 updates, one seed):
     approx_kl 0.00002-0.0024 (median 0.0008; 0.0003 in the second half, where the learning rate and epsilon
     are below half their start), clipfrac 0.017-0.19 (ratios past the annealed epsilon: median 0.14 in the
