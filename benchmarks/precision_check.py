@@ -57,6 +57,11 @@ def cosine(a: torch.Tensor, b: torch.Tensor) -> float:
     return float(torch.dot(a, b) / (a.norm() * b.norm()))
 
 
+def flat(gradients: list[torch.Tensor]) -> torch.Tensor:
+    """Per-parameter gradients as one vector."""
+    return torch.cat([g.flatten() for g in gradients])
+
+
 def loss_gradients(agent: breakout.Agent, bf16: bool, obs: torch.Tensor, actions: torch.Tensor,
                    advantages: torch.Tensor, returns: torch.Tensor, args: breakout.Args) -> list[torch.Tensor]:
     """The gradient of the script's loss for one batch at the start of an update, per parameter tensor, with the
@@ -126,8 +131,7 @@ def measure(options: Options) -> tuple[list[dict], list[float]]:
             torch.as_tensor(x).flatten(0, 1)
             for x in (rollout.obs, rollout.actions, advantages, advantages + rollout.values))
         gaps = forward_gap(agent, b_obs)
-        whole, whole16 = (torch.cat([g.flatten() for g in loss_gradients(agent, bf16, b_obs, b_actions,
-                                                                         b_advantages, b_returns, args)])
+        whole, whole16 = (flat(loss_gradients(agent, bf16, b_obs, b_actions, b_advantages, b_returns, args))
                           for bf16 in (False, True))
         gaps["cos_bf16_whole"] = cosine(whole16, whole)
         gaps["rel_gap_whole"] = float((whole16 - whole).norm() / whole.norm())
@@ -136,7 +140,7 @@ def measure(options: Options) -> tuple[list[dict], list[float]]:
             batch = (b_obs[mb], b_actions[mb], b_advantages[mb], b_returns[mb])
             g32 = loss_gradients(agent, False, *batch, args)
             g16 = loss_gradients(agent, True, *batch, args)
-            flat32, flat16 = torch.cat([g.flatten() for g in g32]), torch.cat([g.flatten() for g in g16])
+            flat32, flat16 = flat(g32), flat(g16)
             layers = [(cosine(a.flatten(), b.flatten()), name)
                       for (name, _), a, b in zip(agent.named_parameters(), g16, g32) if b.norm() > 0]
             rows.append({
