@@ -136,9 +136,8 @@ class Args:
     """epsilon, the clip range of the probability ratio (eq. 7): once r_t is outside [1 - epsilon, 1 + epsilon], the
     objective stops rewarding a further move (usual 0.1-0.3)"""
     anneal_clip: bool = True
-    """anneal epsilon linearly to 0 with the learning rate (Table 5: epsilon = 0.1 alpha, alpha from 1 to 0);
-    --no-anneal-clip keeps it at --clip-coef, as CleanRL's ppo_atari.py does: at 40M frames, the last 100 games
-    416.2 (one seed) against the annealed runs' 349.1-369.8 (three; benchmarks/README.md)"""
+    """anneal epsilon linearly to 0 with the learning rate (Table 5: epsilon = 0.1 alpha, alpha from 1 to 0); off, it
+    stays at --clip-coef as in CleanRL's ppo_atari.py: 416.2 at 40M frames, annealed 349-370 (benchmarks/README.md)"""
     clip_vloss: bool = True
     """clip the value loss too: once V is more than --vf-clip-coef away from the V that collected the data, the loss
     stops rewarding a further move"""
