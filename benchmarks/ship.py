@@ -40,10 +40,10 @@ benchmarks/README.md, each lesson's best seed there), each then exported with `e
                                --update-epochs 10 --minibatch-size 64 --gamma 0.99 --gae-lambda 0.95 --ent-coef 0
                                --eval-every 0 --checkpoint-every 25 --objective clip --clip-coef 0.2
                            (benchmarks/mujoco_grid.py's run of Hopper-v5, clip0.2, seed 3)
-    agents/breakout.pt     python ppo_breakout_atari.py --seed 2 --total-timesteps 10000000 --no-cuda
-                               --vectorization-mode sync --exp-name long40m-seed2
-                           (issue 27's 40M-frame run of seed 2, resumed across sessions, the better of its two
-                           seeds over the last 100 games: benchmarks/README.md)
+    agents/breakout.pt     python ppo_breakout_atari.py --seed 1 --total-timesteps 10000000 --no-cuda
+                               --vectorization-mode sync --no-anneal-clip --exp-name long40m-constclip
+                           (issue 27's 40M-frame run with epsilon held at 0.1, resumed across sessions, the best
+                           of its four runs over the last 100 games: benchmarks/README.md)
     agents/mario.pt        python ppo_mario_cnn.py --total-timesteps 249856 --no-cuda --no-anneal-lr --eval-every 15
                                --eval-episodes 10 --seed 1 --exp-name sweep-simple-lam095, then --resume with
                                --total-timesteps 2000000 --eval-every 20 --eval-episodes 20 --target-flag-rate 0.5
