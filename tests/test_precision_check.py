@@ -32,8 +32,8 @@ def test_the_shipped_agent(tmp_path):
         row = next(line for line in result.stdout.splitlines() if line.startswith(f"| {label} |"))
         return tuple(float(x) for x in re.findall(r"-?[\d.]+(?:e-?\d+)?", row.split(" | ", 1)[1]))
 
-    median, low, high = cells("gradient cosine")[:3]
-    assert 0.9 < low <= median <= high < 1.0
+    median, low, high = cells("gradient cosine")[:3]  # (printed to 4 digits: one small minibatch's can read 1.0000)
+    assert 0.9 < low <= median < 1.0 and median <= high <= 1.0
     assert 0.0 < cells("gradient difference / fp32 gradient")[0] < 0.5
     assert 0.9 < cells("gradient cosine, whole rollout (per rollout)")[0] < 1.0
     assert cells("mean |V_bf16 - V_fp32| (per rollout)")[0] > 0
