@@ -42,9 +42,24 @@ def chromium(width: int = 1280, height: int = 900):
         driver = webdriver.Chrome(service=Service(DRIVER), options=options)
         try:
             driver.set_window_size(width, height)
+            load(driver, "about:blank")  # (off Chromium's own start page before the first page of ours)
             yield driver
         finally:
             driver.quit()
+
+
+def load(driver, url: str, timeout: float = 30.0) -> None:
+    """driver.get(url), then wait until the document has loaded. chromium-driver's get waits for the load event
+    as a rule, but one CI run (Python 3.11) found a page of ours still "loading" when it returned."""
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(url)
+    try:
+        WebDriverWait(driver, timeout, poll_frequency=0.05).until(
+            lambda d: d.execute_script("return document.readyState") == "complete")
+    except TimeoutException:
+        raise AssertionError(f"{url} was still loading after {timeout:g} s") from None
 
 
 def screenshot(url: str, out: Path, width: int, height: int, scroll_to: str | None = None,
@@ -54,7 +69,7 @@ def screenshot(url: str, out: Path, width: int, height: int, scroll_to: str | No
     from PIL import Image
 
     with chromium(width, height) as driver:
-        driver.get(url)
+        load(driver, url)
         if scroll_to:
             driver.execute_script(f"document.getElementById({scroll_to!r}).scrollIntoView()")
         driver.save_screenshot(str(out))

@@ -52,8 +52,7 @@ def requests_made(d) -> list[str]:
 def test_every_page_loads_cleanly_and_fetches_nothing_from_elsewhere(site, driver):
     for page in pages(site):
         driver.get_log("browser"), driver.get_log("performance")  # (empties both logs)
-        driver.get(page.as_uri())
-        assert driver.execute_script("return document.readyState") == "complete"
+        browser.load(driver, page.as_uri())  # (fails if the page is still loading after 30 s)
         errors = [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
         assert errors == [], f"{page.name}: {errors}"
         urls = requests_made(driver)
@@ -63,7 +62,7 @@ def test_every_page_loads_cleanly_and_fetches_nothing_from_elsewhere(site, drive
 
 
 def test_equations_have_a_size_and_fonts(site, driver):
-    driver.get((site / "lessons" / "ppo_cartpole.html").as_uri())
+    browser.load(driver, (site / "lessons" / "ppo_cartpole.html").as_uri())
     driver.execute_script("document.querySelectorAll('details').forEach(d => d.open = true)")
     boxes = driver.find_elements(By.CSS_SELECTOR, "figure.eq .katex-html")
     assert len(boxes) >= 5
@@ -77,7 +76,7 @@ def test_equations_have_a_size_and_fonts(site, driver):
 
 
 def test_a_folded_block_opens_on_a_click(site, driver):
-    driver.get((site / "lessons" / "ppo_cartpole.html").as_uri())
+    browser.load(driver, (site / "lessons" / "ppo_cartpole.html").as_uri())
     block = driver.find_element(By.CSS_SELECTOR, "details.copy[data-target='common.ppo.compute_gae']")
     inside = block.find_elements(By.CSS_SELECTOR, "span.line")[0]  # a line of its code
     assert not block.get_attribute("open") and not inside.is_displayed()
@@ -88,7 +87,7 @@ def test_a_folded_block_opens_on_a_click(site, driver):
 def test_a_link_to_a_folded_line_opens_its_block(site, driver):
     lines = (site / "raw" / "ppo_cartpole.py").read_text().splitlines()
     line = next(n for n, text in enumerate(lines, start=1) if "def compute_gae" in text)
-    driver.get((site / "lessons" / "ppo_cartpole.html").as_uri() + f"#L{line}")
+    browser.load(driver, (site / "lessons" / "ppo_cartpole.html").as_uri() + f"#L{line}")
     target = driver.find_element(By.ID, f"L{line}")
     assert target.is_displayed()
     assert driver.execute_script("const r = arguments[0].getBoundingClientRect(); return r.top >= 0 && "
@@ -96,7 +95,7 @@ def test_a_link_to_a_folded_line_opens_its_block(site, driver):
 
 
 def test_the_switch_hides_prose_only_hunks(site, driver):
-    driver.get((site / "diffs" / "ppo_cartpole--ppo_lunarlander_vec.html").as_uri())
+    browser.load(driver, (site / "diffs" / "ppo_cartpole--ppo_lunarlander_vec.html").as_uri())
     prose = driver.find_elements(By.CSS_SELECTOR, ".prose-only")
     code = driver.find_elements(By.CSS_SELECTOR, ".hunk:not(.prose-only)")
     assert prose and code
@@ -111,7 +110,7 @@ def test_the_switch_hides_prose_only_hunks(site, driver):
 def test_no_sideways_scroll_of_the_page(site, width, tmp_path):
     with browser.chromium(width, 900) as d:
         for page in pages(site):
-            d.get(page.as_uri())
+            browser.load(d, page.as_uri())
             d.execute_script("document.querySelectorAll('details').forEach(x => x.open = true)")
             scroll, client = d.execute_script(
                 "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
@@ -120,7 +119,7 @@ def test_no_sideways_scroll_of_the_page(site, width, tmp_path):
                 d.execute_script("window.scrollTo(0, 0)")
                 d.save_screenshot(str(tmp_path / f"{page.stem}-{width}.png"))
         # The code scrolls inside its box: a long line makes its box, not the page, wider than the screen.
-        d.get((site / "lessons" / "ppo_breakout_atari.html").as_uri())
+        browser.load(d, (site / "lessons" / "ppo_breakout_atari.html").as_uri())
         wide = d.execute_script(
             "return [...document.querySelectorAll('pre.code')].some(p => p.scrollWidth > p.clientWidth)")
         if width == 390:
