@@ -107,9 +107,8 @@ def real_nes() -> bool:
 
 def import_script(module: str, fake_nes: bool):
     sys.path.insert(0, str(ROOT))
-    if module == "ppo_mario_cnn":
-        if fake_nes or not real_nes():
-            install_fake_nes()
+    if module == "ppo_mario_cnn" and fake_nes:  # (main decides fake_nes once, before any check imports)
+        install_fake_nes()
     return importlib.import_module(module)
 
 
