@@ -15,22 +15,21 @@ prints, for one run folder (a run resumed across sessions keeps one folder, with
   episodes, or all of them with --last 0. World 1-1's flag is at x 3,161.
 
 What a process logged past the step the next one resumed from (the rollout a Ctrl-C gave up) is left out
-(benchmark.read_processes says how); --up-to-step reads the run as it stood at a step (a run resumed into a
-longer one). --csv writes the episodes (step, x_pos, flag), the evaluations and the processes to three CSVs, so
-that the record can be printed and drawn again (--from-csv) once the run folder is gone; --plot draws a PNG: the
-x position (the mean of the last --window episodes) and the flag rate (the share of them) against env steps, the
-evaluations marked, and the histogram.
+(benchmarks/core/runs.py's read_processes says how); --up-to-step reads the run as it stood at a step (a run
+resumed into a longer one). --csv writes the episodes (step, x_pos, flag), the evaluations and the processes to
+three CSVs, so that the record can be printed and drawn again (--from-csv) once the run folder is gone; --plot
+draws a PNG: the x position (the mean of the last --window episodes) and the flag rate (the share of them)
+against env steps, the evaluations marked, and the histogram.
 
 Usage:
-    python benchmarks/mario_record.py runs/SuperMarioBros-1-1-v0__long__1__1796200000
-    python benchmarks/mario_record.py RUN --block 100000 --bin 100 --last 2000 \
+    python -m benchmarks.mario_record runs/SuperMarioBros-1-1-v0__long__1__1796200000
+    python -m benchmarks.mario_record RUN --block 100000 --bin 100 --last 2000 \
         --csv benchmarks/results/ppo_mario_cnn-long --plot benchmarks/results/ppo_mario_cnn-long.png
-    python benchmarks/mario_record.py --from-csv benchmarks/results/ppo_mario_cnn-long
+    python -m benchmarks.mario_record --from-csv benchmarks/results/ppo_mario_cnn-long
 """
 
 from __future__ import annotations
 
-import csv
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,8 +37,10 @@ from typing import Optional
 
 import tyro
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchmark import read_scalars, rolling_mean, stretches  # noqa: E402
+from benchmarks.core import plots
+from benchmarks.core.records import read_csv, write_csv
+from benchmarks.core.runs import read_scalars, stretches
+from benchmarks.core.stats import rolling_mean
 
 FLAG_X = 3161  # World 1-1's flag, in x pixels (where the episodes at the flag end)
 
@@ -145,44 +146,29 @@ def report(args: Args, episodes: list[Episode], evaluations: list[Evaluation], r
 
 
 def write_csvs(prefix: Path, episodes: list[Episode], evaluations: list[Evaluation], resumes: list[dict] = ()) -> None:
-    prefix.parent.mkdir(parents=True, exist_ok=True)
     if resumes:
-        with open(f"{prefix}-processes.csv", "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=["from", "to", "seconds", "sps"])
-            writer.writeheader()
-            writer.writerows(resumes)
-    with open(f"{prefix}-episodes.csv", "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["step", "x_pos", "flag"])
-        writer.writerows((e.step, e.x_pos, int(e.flag)) for e in episodes)
-    with open(f"{prefix}-evaluations.csv", "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["step", "mean_x_pos", "flag_rate"])
-        writer.writerows((e.step, e.mean_x_pos, e.flag_rate) for e in evaluations)
+        write_csv(Path(f"{prefix}-processes.csv"), list(resumes), ["from", "to", "seconds", "sps"])
+    write_csv(Path(f"{prefix}-episodes.csv"),
+              [{"step": e.step, "x_pos": e.x_pos, "flag": int(e.flag)} for e in episodes], ["step", "x_pos", "flag"])
+    write_csv(Path(f"{prefix}-evaluations.csv"), [{"step": e.step, "mean_x_pos": e.mean_x_pos, "flag_rate": e.flag_rate}
+                                                  for e in evaluations], ["step", "mean_x_pos", "flag_rate"])
 
 
 def read_csvs(prefix: Path) -> tuple[list[Episode], list[Evaluation], list[dict]]:
-    with open(f"{prefix}-episodes.csv", newline="") as f:
-        episodes = [Episode(int(r["step"]), int(r["x_pos"]), r["flag"] == "1") for r in csv.DictReader(f)]
-    with open(f"{prefix}-evaluations.csv", newline="") as f:
-        evaluations = [Evaluation(int(r["step"]), float(r["mean_x_pos"]), float(r["flag_rate"]))
-                       for r in csv.DictReader(f)]
-    resumes = []
-    if Path(f"{prefix}-processes.csv").exists():  # (written for a run folder that has logged an update)
-        with open(f"{prefix}-processes.csv", newline="") as f:
-            resumes = [{"from": int(r["from"]), "to": int(r["to"]), "seconds": float(r["seconds"]),
-                        "sps": float(r["sps"])} for r in csv.DictReader(f)]
+    if not Path(f"{prefix}-episodes.csv").is_file():
+        raise FileNotFoundError(f"no {prefix}-episodes.csv")
+    episodes = [Episode(int(r["step"]), int(r["x_pos"]), r["flag"] == "1")
+                for r in read_csv(Path(f"{prefix}-episodes.csv"))]
+    evaluations = [Evaluation(int(r["step"]), float(r["mean_x_pos"]), float(r["flag_rate"]))
+                   for r in read_csv(Path(f"{prefix}-evaluations.csv"))]
+    # (processes: written for a run folder that has logged an update)
+    resumes = read_csv(Path(f"{prefix}-processes.csv"), {"from": int, "to": int, "seconds": float, "sps": float})
     return episodes, evaluations, resumes
 
 
 def plot(args: Args, episodes: list[Episode], evaluations: list[Evaluation], title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")  # draw to a file, no display needed
-    import matplotlib.pyplot as plt
-
     steps = [e.step for e in episodes]
-    figure, (x_ax, flag_ax, death_ax) = plt.subplots(1, 3, figsize=(18, 4.5))
+    figure, (x_ax, flag_ax, death_ax) = plots.pyplot().subplots(1, 3, figsize=(18, 4.5))
     x_ax.plot(steps, rolling_mean([e.x_pos for e in episodes], args.window),
               label=f"training, mean of last {args.window} episodes")
     flag_ax.plot(steps, rolling_mean([float(e.flag) for e in episodes], args.window),
@@ -204,9 +190,7 @@ def plot(args: Args, episodes: list[Episode], evaluations: list[Evaluation], tit
     death_ax.set_title(f"where Mario dies ({f'last {args.last}' if args.last else 'all'} episodes)")
     figure.suptitle(title)
     figure.tight_layout()
-    args.plot.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(args.plot, dpi=100)
-    plt.close(figure)
+    plots.save(figure, args.plot)
 
 
 def main(args: Args) -> int:

@@ -7,11 +7,11 @@ tasks for 1M steps, 3 seeds each, scores each run by the mean return of its last
 the scores per task (a random policy 0, the best setting 1) and averages them over the 21 runs of a setting.
 This grid does the same with our script on Gymnasium's v5 tasks (the paper ran v1, on an older MuJoCo):
 
-    python benchmarks/mujoco_grid.py                                    # clip 0.2, adaptive KL 0.01, none; 3 seeds
-    python benchmarks/mujoco_grid.py --seeds 1                          # one seed per cell first
-    python benchmarks/mujoco_grid.py --settings clip0.1 clip0.3 fixed1  # more of Table 1's rows
-    python benchmarks/mujoco_grid.py --report-only                      # the tables and figure, from the CSVs
-    python benchmarks/mujoco_grid.py --report-only --seeds 1            # ... of seed 1 only (--tasks, --settings too)
+    python -m benchmarks.mujoco_grid                                    # clip 0.2, adaptive KL 0.01, none; 3 seeds
+    python -m benchmarks.mujoco_grid --seeds 1                          # one seed per cell first
+    python -m benchmarks.mujoco_grid --settings clip0.1 clip0.3 fixed1  # more of Table 1's rows
+    python -m benchmarks.mujoco_grid --report-only                      # the tables and figure, from the CSVs
+    python -m benchmarks.mujoco_grid --report-only --seeds 1            # ... of seed 1 only (--tasks, --settings too)
 
 Each run is `python ppo_pendulum_continuous.py --env-id <task> --seed <seed> --exp-name table1-<setting>`
 with the flags of COMMON_FLAGS and of its setting (print them with --dry-run). COMMON_FLAGS are the paper's
@@ -22,19 +22,21 @@ advantage normalization, the annealed learning rate and global grad-norm clippin
 of openai/baselines and CleanRL, which the paper's Table 3 does not list), and separate 64-64 tanh actor and
 critic with a state-independent log-std, as in the paper.
 
-The grid can be stopped (Ctrl-C, or `kill -INT` on the grid when it runs in the background with `nohup ... &`:
-every run saves its checkpoint) and started again: a run whose checkpoint holds all its updates, or whose results
-runs.csv already holds, is done and skipped, one with a partial checkpoint is resumed (`--resume`), and one without
-a checkpoint starts afresh. --jobs runs run at once, each on one thread (two on two cores: the grid measures
-returns, not time).
+Table 1 is a study of the grid (benchmarks/core/grid.py, `study` below): a cell is (task, setting, seed). The
+grid can be stopped (Ctrl-C, or `kill -INT` on the grid when it runs in the background with `nohup ... &`: every
+run saves its checkpoint) and started again: a run whose checkpoint holds all its updates (the update's size read
+from the checkpoint's own args), or whose results runs.csv already holds, is done and skipped, one with a partial
+checkpoint is resumed (`--resume`), and one without a checkpoint starts afresh. --jobs runs run at once, each on
+one thread (two on two cores: the grid measures returns, not time).
 
 Outputs, under --results-dir (default benchmarks/results/mujoco/):
 - random.csv: each task's random-policy return (uniform random actions, --random-episodes episodes), the 0
   of the normalized score, measured here;
 - runs.csv: one row per finished run: its final score (mean return of its last 100 training episodes), its
-  episodes, steps, wall seconds, and how far its updates moved the policy (mean_kl, final_entropy: see
-  policy_moves; a third table in table1.md); curves.csv: its learning curve, the mean return of the
-  episodes that ended in each --bin-steps window;
+  episodes, steps, wall seconds (its processes' training time, runs.training_seconds: a stop before a resume
+  is in none of them; the rows committed before 2026-12-04 counted such a gap as one median update), and how
+  far its updates moved the policy (mean_kl, final_entropy: see policy_moves; a third table in table1.md);
+  curves.csv: its learning curve, the mean return of the episodes that ended in each --bin-steps window;
 - table1.md: Table 1, our normalized score beside the paper's (the mean over tasks of each task's mean over
   the seeds every setting has: the paper's mean over 21 runs once every task has its 3 seeds) and the same
   score of each seed alone (how far one seed moves it), the per-task final returns beside CleanRL's
@@ -45,21 +47,16 @@ so with fewer settings than the paper's 11 the scores are not on the paper's exa
 """
 
 import argparse
-import csv
-import glob
-import os
-import signal
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchmark import read_scalars  # noqa: E402  (benchmarks/benchmark.py, beside this file)
+from benchmarks.core import grid, plots, runs
+from benchmarks.core.launch import ROOT
+from benchmarks.core.records import read_csv, write_csv
+from benchmarks.core.stats import mean_std
 
-SCRIPT = REPO_ROOT / "ppo_pendulum_continuous.py"
+SCRIPT = "ppo_pendulum_continuous.py"
 TASKS = ["HalfCheetah-v5", "Hopper-v5", "InvertedDoublePendulum-v5", "InvertedPendulum-v5", "Reacher-v5",
          "Swimmer-v5", "Walker2d-v5"]
 # The paper's Table 3 for MuJoCo, with 8 envs x 256 steps as the 2048-step horizon (see the docstring).
@@ -100,8 +97,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--total-timesteps", type=int, default=1_000_000, help="env steps per run (paper: 1M)")
     parser.add_argument("--random-episodes", type=int, default=100, help="episodes of the random policy per task")
     parser.add_argument("--bin-steps", type=int, default=25_000, help="width of a learning-curve point, env steps")
-    parser.add_argument("--runs-dir", type=Path, default=REPO_ROOT, help="where runs/ (the run folders) goes")
-    parser.add_argument("--results-dir", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "mujoco")
+    parser.add_argument("--runs-dir", type=Path, default=ROOT, help="where runs/ (the run folders) goes")
+    parser.add_argument("--results-dir", type=Path, default=ROOT / "benchmarks" / "results" / "mujoco")
     parser.add_argument("--report-only", action="store_true",
                         help="run nothing: add the finished runs under --runs-dir to the CSVs, then the tables and figure")
     parser.add_argument("--dry-run", action="store_true", help="print the runs' commands and state, run nothing")
@@ -142,149 +139,50 @@ def random_baselines(args: argparse.Namespace) -> dict[str, float]:
             mean, std = random_policy_return(task, args.random_episodes)
             rows[task] = {"task": task, "episodes": args.random_episodes, "mean_return": mean, "std_return": std}
             print(f"random policy on {task}: {mean:.1f} +/- {std:.1f} over {args.random_episodes} episodes")
-            write_csv(path, ["task", "episodes", "mean_return", "std_return"], sorted(rows.values(),
-                                                                                   key=lambda r: r["task"]))
+            write_csv(path, sorted(rows.values(), key=lambda r: r["task"]), ["task", "episodes", "mean_return",
+                                                                             "std_return"])
     return {task: float(row["mean_return"]) for task, row in rows.items()}
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Running the grid: skip what is done, resume what was stopped
+# The study on the grid: its cells, their runs, and the rows they leave
 # ---------------------------------------------------------------------------------------------------------
-def command(args: argparse.Namespace, task: str, setting: str, seed: int) -> list[str]:
-    return [sys.executable, str(SCRIPT), "--env-id", task, "--seed", str(seed), "--exp-name", f"table1-{setting}",
-            "--total-timesteps", str(args.total_timesteps), *COMMON_FLAGS, *SETTINGS[setting][0]]
+def study(args: argparse.Namespace) -> grid.Study:
+    """Table 1 as a study of the grid (benchmarks/core/grid.py): the script, COMMON_FLAGS, a setting's flags,
+    run as `--exp-name table1-<setting>` under --runs-dir."""
+    return grid.Study("table1", SCRIPT, {name: flags for name, (flags, _, _) in SETTINGS.items()}, COMMON_FLAGS,
+                      args.total_timesteps, args.runs_dir)
 
 
-def run_state(args: argparse.Namespace, task: str, setting: str, seed: int) -> tuple[str, Path | None]:
-    """("done" | "partial" | "new", the run folder). A run is done when its checkpoint holds every update of
-    --total-timesteps; of several folders for one cell, the one furthest along counts."""
-    import torch
-
-    batch = int(COMMON_FLAGS[COMMON_FLAGS.index("--num-envs") + 1]) * int(
-        COMMON_FLAGS[COMMON_FLAGS.index("--num-steps") + 1])
-    last_step = args.total_timesteps // batch * batch
-    best = (-1, None)
-    for folder in glob.glob(str(args.runs_dir / "runs" / f"{task}__table1-{setting}__{seed}__*")):
-        checkpoint = Path(folder) / "checkpoint.pt"
-        if checkpoint.is_file():
-            try:
-                step = torch.load(checkpoint, map_location="cpu", weights_only=True)["global_step"]
-            except Exception:  # a checkpoint the run never finished writing (the script writes atomically)
-                continue
-            best = max(best, (step, Path(folder)), key=lambda item: item[0])
-    if best[1] is None:
-        return "new", None
-    return ("done" if best[0] >= last_step else "partial"), best[1]
-
-
-def run_grid(args: argparse.Namespace, cells: list[tuple[str, str, int]]) -> None:
-    """Run the cells that are not done, --jobs at a time; Ctrl-C lets every running run save, then stops."""
-    queue = []
-    recorded = recorded_runs(args)
-    for task, setting, seed in cells:
-        state, folder = run_state(args, task, setting, seed)
-        if state == "new" and (task, setting, seed) in recorded:
-            state = "done"  # its run folder is gone (a fresh checkout), its results are in runs.csv
-        cmd = command(args, task, setting, seed)
-        if state == "partial":
-            cmd = [sys.executable, str(SCRIPT), "--resume", str(folder / "checkpoint.pt"),
-                   "--total-timesteps", str(args.total_timesteps)]
-        if args.dry_run:
-            print(f"{state:7s} {task} {setting} seed {seed}: {' '.join(cmd[1:])}")
-        elif state != "done":
-            queue.append(((task, setting, seed), cmd))
-    if args.dry_run or not queue:
-        return
-    logs = args.runs_dir / "runs" / "table1-logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, OMP_NUM_THREADS="1")  # one thread per run: --jobs runs share the cores
-    # A grid started in the background (`nohup ... &`) inherits SIGINT ignored, and so would its runs: then
-    # `kill -INT` stopped nothing. Python's own Ctrl-C handler, set here, makes it a KeyboardInterrupt, and the
-    # runs start with SIGINT at its default (exec resets a caught signal), so theirs saves their checkpoints.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    running: list[tuple[tuple, subprocess.Popen, float]] = []
-    print(f"{len(queue)} runs to go, {args.jobs} at a time (logs: {logs})")
-    try:
-        while queue or running:
-            while queue and len(running) < args.jobs:
-                cell, cmd = queue.pop(0)
-                log = open(logs / f"{cell[0]}-{cell[1]}-{cell[2]}.log", "a")
-                running.append((cell, subprocess.Popen(cmd, cwd=args.runs_dir, env=env, stdout=log,
-                                                       stderr=subprocess.STDOUT), time.time()))
-                print(f"started  {cell[0]} {cell[1]} seed {cell[2]}")
-            time.sleep(2)
-            for item in [item for item in running if item[1].poll() is not None]:
-                running.remove(item)
-                (task, setting, seed), process, start = item
-                status = "done" if process.returncode == 0 else f"FAILED (exit {process.returncode})"
-                print(f"{status:8s} {task} {setting} seed {seed} in {time.time() - start:.0f} s")
-    except KeyboardInterrupt:  # the runs got the Ctrl-C too: each saves its checkpoint and exits
-        print("Ctrl-C: waiting for the running runs to save their checkpoints")
-        for _, process, _ in running:
-            if process.poll() is None:
-                process.send_signal(signal.SIGINT)
-        for _, process, _ in running:
-            process.wait()
-        raise SystemExit(130)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Collecting the runs into CSVs
-# ---------------------------------------------------------------------------------------------------------
-def read_csv(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def recorded_runs(args: argparse.Namespace) -> dict[tuple[str, str, int], dict]:
+def recorded_runs(args: argparse.Namespace) -> dict[grid.Cell, dict]:
     """runs.csv's rows by cell (task, setting, seed)."""
-    return {(r["task"], r["setting"], int(r["seed"])): r for r in read_csv(args.results_dir / "runs.csv")}
-
-
-def write_csv(path: Path, fields: list[str], rows: list[dict]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
-    os.replace(tmp, path)
+    return {grid.Cell(r["task"], r["setting"], int(r["seed"])): r for r in read_csv(args.results_dir / "runs.csv")}
 
 
 def policy_moves(scalars: dict) -> dict:
     """How far the run's updates moved the policy: mean_kl, the mean over updates of the exact KL[pi_old || pi]
-    after each (losses/kl); final_entropy, the policy's entropy (losses/entropy: with a state-independent
-    log-std, the same in every state) averaged over the last quarter of the updates."""
-    kl, entropy = ([event.value for event in scalars[tag]] for tag in ("losses/kl", "losses/entropy"))
-    return {"mean_kl": round(statistics.fmean(kl), 5),
-            "final_entropy": round(statistics.fmean(entropy[-max(1, len(entropy) // 4):]), 3)}
-
-
-def training_seconds(scalars: dict, first_time: float) -> float:
-    """The run's wall time: from its first event to its first update, then the gaps between its updates (one
-    charts/SPS each), where a gap over 10 times the median one, a stop before a resume, counts as the median."""
-    updates = sorted(event.wall_time for event in scalars["charts/SPS"])
-    gaps = [b - a for a, b in zip(updates, updates[1:])]
-    typical = statistics.median(gaps) if gaps else 0.0
-    return updates[0] - first_time + sum(gap if gap <= 10 * typical else typical for gap in gaps)
+    after each (losses/kl, which the continuous lesson logs; the k3 estimate losses/approx_kl where a lesson
+    logs only that); final_entropy, the policy's entropy (losses/entropy: with a state-independent log-std, the
+    same in every state) averaged over the last quarter of the updates. Either is left empty where not logged."""
+    kl = [event.value for event in scalars.get("losses/kl") or scalars.get("losses/approx_kl", [])]
+    entropy = [event.value for event in scalars.get("losses/entropy", [])]
+    return {"mean_kl": round(statistics.fmean(kl), 5) if kl else "",
+            "final_entropy": round(statistics.fmean(entropy[-max(1, len(entropy) // 4):]), 3) if entropy else ""}
 
 
 def summarize_run(run_dir: Path, bin_steps: int) -> tuple[dict, list[dict]]:
-    """A finished run's row (final score, counts, policy_moves) and its learning curve (mean return per bin of
-    steps)."""
-    scalars, first_time = read_scalars(run_dir)
+    """A finished run's row (final score, counts, its training seconds, policy_moves) and its learning curve
+    (mean return per bin of steps)."""
+    scalars, _ = runs.read_scalars(run_dir)
     episodes = scalars.get("charts/episodic_return", [])
     if not episodes:
         raise ValueError(f"{run_dir} logged no episodes")
-    last_events = [event for events in scalars.values() for event in events]
     row = {
         "final_return": statistics.fmean(event.value for event in episodes[-FINAL_EPISODES:]),
         "episodes": len(episodes),
-        "steps": max(event.step for event in last_events),
-        "wall_seconds": round(training_seconds(scalars, first_time), 1),
-        "run_dir": os.path.relpath(run_dir, REPO_ROOT),
+        "steps": max(event.step for events in scalars.values() for event in events),
+        "wall_seconds": round(runs.training_seconds(run_dir), 1),
+        "run_dir": grid.relative(run_dir),
         **policy_moves(scalars),
     }
     bins: dict[int, list[float]] = {}
@@ -294,18 +192,19 @@ def summarize_run(run_dir: Path, bin_steps: int) -> tuple[dict, list[dict]]:
     return row, curve
 
 
-def collect(args: argparse.Namespace, cells: list[tuple[str, str, int]]) -> None:
+def collect(args: argparse.Namespace, cells: list[grid.Cell]) -> None:
     """Add every finished run of `cells` that runs.csv lacks to runs.csv and curves.csv; fill in the columns a
     row lacks (written before they existed) from its run folder, where that is here."""
     runs_path, curves_path = args.results_dir / "runs.csv", args.results_dir / "curves.csv"
+    table = study(args)
     have = recorded_runs(args)
     rows, curves = list(have.values()), read_csv(curves_path)
     added = filled = 0
-    for task, setting, seed in cells:
-        row = have.get((task, setting, seed))
+    for cell in cells:
+        row = have.get(cell)
         if row and all(row.get(field) for field in RUNS_FIELDS):
             continue  # recorded in full: its checkpoint need not be read
-        state, folder = run_state(args, task, setting, seed)
+        state, folder = table.state(cell)
         if state != "done":
             continue
         if row:
@@ -313,14 +212,14 @@ def collect(args: argparse.Namespace, cells: list[tuple[str, str, int]]) -> None
             filled += 1
             continue
         row, curve = summarize_run(folder, args.bin_steps)
-        key = {"task": task, "setting": setting, "seed": seed}
+        key = {"task": cell.task, "setting": cell.setting, "seed": cell.seed}
         rows.append({**key, **row})
         curves.extend({**key, **point} for point in curve)
         added += 1
     if added or filled:
         order = lambda r: (r["task"], r["setting"], int(r["seed"]))  # noqa: E731
-        write_csv(runs_path, RUNS_FIELDS, sorted(rows, key=order))
-        write_csv(curves_path, CURVE_FIELDS, sorted(curves, key=lambda r: (*order(r), int(r["step"]))))
+        write_csv(runs_path, sorted(rows, key=order), RUNS_FIELDS)
+        write_csv(curves_path, sorted(curves, key=lambda r: (*order(r), int(r["step"]))), CURVE_FIELDS)
         print(f"added {added} finished runs to {runs_path}" + (f", filled in {filled}" if filled else ""))
 
 
@@ -372,12 +271,6 @@ def table1_score(by_task: dict[str, list[float]]) -> float:
     return statistics.fmean(statistics.fmean(values) for values in by_task.values())
 
 
-def mean_std(values: list[float], spec: str) -> str:
-    if len(values) == 1:
-        return f"{values[0]:{spec}} (1 seed)"
-    return f"{statistics.fmean(values):{spec}} +/- {statistics.stdev(values):{spec}} ({len(values)} seeds)"
-
-
 def report(args: argparse.Namespace) -> str:
     rows = [r for r in read_csv(args.results_dir / "runs.csv") if r["setting"] in args.settings
             and r["task"] in args.tasks and int(r["seed"]) in args.seeds]
@@ -411,7 +304,7 @@ def report(args: argparse.Namespace) -> str:
         cells = []
         for s in settings:
             values = [float(r["final_return"]) for r in rows if r["task"] == task and r["setting"] == s]
-            cells.append(mean_std(values, ".1f") if values else "-")
+            cells.append(mean_std(values, ".1f", seeds=True) if values else "-")
         name = task.split("-v")[0]
         cleanrl = f"{CLEANRL[name][0]:.1f} +/- {CLEANRL[name][1]:.1f}" if name in CLEANRL else "-"
         rand = f"{random[task]:.1f}" if task in random else "-"
@@ -436,11 +329,7 @@ def report(args: argparse.Namespace) -> str:
 
 def plot(args: argparse.Namespace) -> Path | None:
     """Figure 3: one panel per task, one line per setting (mean over seeds of the binned curve, min-max band)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = plots.pyplot()
     points = [p for p in read_csv(args.results_dir / "curves.csv") if p["setting"] in args.settings
               and p["task"] in args.tasks and int(p["seed"]) in args.seeds]
     if not points:
@@ -453,18 +342,14 @@ def plot(args: argparse.Namespace) -> Path | None:
     colors = dict(zip(settings, plt.rcParams["axes.prop_cycle"].by_key()["color"] * 3))
     for ax, task in zip(axes.flat, tasks):
         for s in settings:
-            runs: dict[int, dict[int, float]] = {}
+            curves: dict[int, tuple[list, list]] = {}
             for p in points:
                 if p["task"] == task and p["setting"] == s:
-                    runs.setdefault(int(p["seed"]), {})[int(p["step"])] = float(p["mean_return"])
-            if not runs:
-                continue
-            steps = sorted(set.intersection(*(set(r) for r in runs.values())))
-            values = [[r[step] for r in runs.values()] for step in steps]
-            ax.plot(steps, [statistics.fmean(v) for v in values], color=colors[s], label=SETTINGS[s][2])
-            if len(runs) > 1:
-                ax.fill_between(steps, [min(v) for v in values], [max(v) for v in values], color=colors[s],
-                                alpha=0.2)
+                    steps, values = curves.setdefault(int(p["seed"]), ([], []))
+                    steps.append(int(p["step"]))
+                    values.append(float(p["mean_return"]))
+            if curves:
+                plots.band(ax, curves, colors[s], SETTINGS[s][2], on="shared")
         ax.set_title(task)
         ax.set_xlabel("env steps")
         ax.grid(alpha=0.3)
@@ -480,23 +365,22 @@ def plot(args: argparse.Namespace) -> Path | None:
                     "mean over seeds and min-max band")
     figure.tight_layout()
     path = args.results_dir / "figure3.png"
-    figure.savefig(path, dpi=80)
-    plt.close(figure)
+    plots.save(figure, path, dpi=80)
     return path
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    cells = [(task, setting, seed) for seed in args.seeds for task in args.tasks for setting in args.settings]
+    cells = grid.cells(args.tasks, args.settings, args.seeds)
     if args.dry_run:
-        run_grid(args, cells)
+        grid.run(study(args), cells, args.jobs, set(recorded_runs(args)), dry_run=True)
         return 0
     if not args.report_only:
         random_baselines(args)
-        run_grid(args, cells)
+        grid.run(study(args), cells, args.jobs, set(recorded_runs(args)))
     collect(args, cells)  # finished runs that runs.csv lacks, wherever they came from; none: nothing changes
     text = report(args)
-    (args.results_dir / "table1.md").parent.mkdir(parents=True, exist_ok=True)
+    args.results_dir.mkdir(parents=True, exist_ok=True)
     (args.results_dir / "table1.md").write_text(text + "\n")
     figure = plot(args)
     print(text)

@@ -23,10 +23,10 @@ further along at 10M frames (6% at 1M); at the table's marks up to 10M that move
 points, but by up to 11 where the curve climbs fast (9.3M; the CSV holds both).
 
 Usage (--monitors: a git dir of DLR-RM/rl-trained-agents, read at --commit, or a folder holding the 8 files):
-    python benchmarks/sb3_reference.py --monitors /path/to/rl-trained-agents.git
-    python benchmarks/sb3_reference.py --monitors FOLDER --ours benchmarks/results/ppo_breakout_atari-*-curves.csv
-    python benchmarks/sb3_reference.py --monitors FOLDER --marks 1e6 1e7 --out /tmp/curve.csv
-    python benchmarks/sb3_reference.py --monitors FOLDER --ours RUN-curves.csv --plot /tmp/curves.png
+    python -m benchmarks.sb3_reference --monitors /path/to/rl-trained-agents.git
+    python -m benchmarks.sb3_reference --monitors FOLDER --ours benchmarks/results/ppo_breakout_atari-*-curves.csv
+    python -m benchmarks.sb3_reference --monitors FOLDER --marks 1e6 1e7 --out /tmp/curve.csv
+    python -m benchmarks.sb3_reference --monitors FOLDER --ours RUN-curves.csv --plot /tmp/curves.png
 
 Prints a markdown table (X frames | SB3 on our axis | SB3 on the emulator-frame axis | each of our runs and the
 mean of each label's seeds) and writes the SB3 curve, every 50k frames, to --out; --plot draws SB3's curve and
@@ -42,7 +42,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from benchmarks.core import plots
+from benchmarks.core.launch import ROOT
+from benchmarks.core.records import load_points, write_csv
+
 COMMIT = "cd35bde610f4045bf2e0731c8f4c88d22df8fc85"  # DLR-RM/rl-trained-agents, the snapshot this was checked on
 FOLDER = "ppo/BreakoutNoFrameskip-v4_1"
 N_ENVS = 8  # config.yml's n_envs
@@ -55,7 +58,7 @@ SB3_AGENT_STEPS = 9_766 * N_ENVS * 128
 WINDOW = 100
 MARKS = [1e6, 2.5e6, 5e6, 8e6, 10e6, 20e6, 40e6]
 GRID = 50_000
-OUT = REPO_ROOT / "benchmarks" / "results" / "sb3" / "BreakoutNoFrameskip-v4_1-curve.csv"
+OUT = ROOT / "benchmarks" / "results" / "sb3" / "BreakoutNoFrameskip-v4_1-curve.csv"
 # CleanRL's ppo_atari.py on BreakoutNoFrameskip-v4 at the end of its 10M steps (40M frames), 3 seeds: its PPO
 # documentation's benchmark table (docs/rl-algorithms/ppo.md), drawn as one point on --plot.
 CLEANRL_FINAL = (40e6, 414.7, 28.1)
@@ -144,14 +147,13 @@ def read_ours(paths: list[Path]) -> dict[tuple[str, int], Run]:
     """(label, seed) -> that run's training games (charts/episodic_return rows), in frames, from curves CSVs."""
     runs: dict[tuple[str, int], Run] = {}
     for path in paths:
-        with open(path, newline="") as f:
-            for row in csv.DictReader(f):
-                run = runs.setdefault((row["label"], int(row["seed"])), Run([], [], 0.0))
-                frames = FRAME_SKIP * float(row["env_steps"])
-                run.end_frames = max(run.end_frames, frames)
-                if row["kind"] == "training" and row["tag"] == "charts/episodic_return":
-                    run.frames.append(frames)
-                    run.scores.append(float(row["value"]))
+        for row in load_points(path):
+            run = runs.setdefault((row["label"], int(row["seed"])), Run([], [], 0.0))
+            frames = FRAME_SKIP * float(row["env_steps"])
+            run.end_frames = max(run.end_frames, frames)
+            if row["kind"] == "training" and row["tag"] == "charts/episodic_return":
+                run.frames.append(frames)
+                run.scores.append(row["value"])
     return runs
 
 
@@ -235,12 +237,7 @@ def curves(games: list[Game], runs: dict[tuple[str, int], Run], window: int = WI
 
 def plot(series: dict[str, tuple[list[float], list[float]]], path: Path, window: int = WINDOW) -> None:
     """A PNG of the curves by frames, with CleanRL's final score (mean +/- std of 3 seeds) as one point."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # draw to a file, no display needed
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = plots.pyplot().subplots(figsize=(8, 4.5))
     for name, (xs, ys) in series.items():
         ax.plot([x / 1e6 for x in xs], ys, label=name + (" (rl-trained-agents, 1 seed)" if name == "SB3" else ""),
                 color="tab:gray" if name == "SB3" else None, linewidth=1.2)
@@ -252,10 +249,8 @@ def plot(series: dict[str, tuple[list[float], list[float]]], path: Path, window:
     ax.set_title("BreakoutNoFrameskip-v4: training curves by frames")
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
-    path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    plots.save(fig, path)
 
 
 def write_curve(games: list[Game], path: Path, window: int = WINDOW, step: int = GRID) -> int:
@@ -265,12 +260,9 @@ def write_curve(games: list[Game], path: Path, window: int = WINDOW, step: int =
     x_c, x_a = agent_frames(games, N_ENVS), emulator_frames(games)
     grid = list(range(step, int(max(max(x_c), max(x_a))) + step, step))
     on_c, on_a = mean_last(x_c, scores, grid, window), mean_last(x_a, scores, grid, window)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["frames", f"mean_last_{window}", "games", f"mean_last_{window}_sum_of_l"])
-        for x, (c, n), (a, _) in zip(grid, on_c, on_a):
-            writer.writerow([x, "" if c is None else f"{c:.2f}", n, "" if a is None else f"{a:.2f}"])
+    fields = ["frames", f"mean_last_{window}", "games", f"mean_last_{window}_sum_of_l"]
+    write_csv(path, [dict(zip(fields, (x, "" if c is None else f"{c:.2f}", n, "" if a is None else f"{a:.2f}")))
+                     for x, (c, n), (a, _) in zip(grid, on_c, on_a)], fields)
     return len(grid)
 
 

@@ -114,12 +114,12 @@ MUTATIONS = [
              "shows what the stopped process logged past the checkpoint beside what the resumed one logs",
              [("purge_step=global_step + 1 if args.resume else None", "purge_step=None")],
              [WHOLE + "test_a_resumed_runs_folder_reads_as_the_run_that_never_stopped"]),
-    Mutation("record-orphans-kept", "benchmark.read_processes: an earlier process's events past the step the next "
+    Mutation("record-orphans-kept", "runs.read_processes: an earlier process's events past the step the next "
              "resumed from are kept (the record counts episodes that are not in the run's history)",
              [('[event for event in events if event.step <= process["resumed_from"]]', "list(events)")],
              ["tests/test_benchmark.py::test_a_resumed_run_reads_as_its_history",
               "tests/test_mario_record.py::test_a_resumed_run_without_what_the_stopped_process_gave_up"],
-             files="benchmarks/benchmark.py"),
+             files="benchmarks/core/runs.py"),
     Mutation("checkpoint-not-atomic", "checkpoints: a plain torch.save to the checkpoint's own name (survived: "
              "'no .tmp left' holds for it)",
              [('torch.save(state, path + ".tmp")\n    os.replace(path + ".tmp", path)', "torch.save(state, path)")],

@@ -1,23 +1,31 @@
-"""Tests for benchmarks/benchmark.py: the rolling-mean analysis, reading real TensorBoard logs, and end-to-end
-runs of tiny fake training scripts (no RL training: each fake run takes well under a second)."""
+"""Tests for benchmarks/benchmark.py and the tools that report its CSVs (summary, compare, diagnostics, describe),
+and for the core they share (benchmarks/core: the run reader, the statistics): the rolling-mean analysis,
+reading real TensorBoard logs, and end-to-end runs of tiny fake training scripts (no RL training: each fake run
+takes well under a second)."""
 
 import csv
-import importlib.util
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import ScalarEvent
 
-from conftest import scalars as tensorboard_scalars  # (TensorBoard's own reader, every event kept)
+from benchmarks import benchmark
+from benchmarks.core import launch, plots, runs, stats
+from benchmarks.core.records import curves_path, load_points
 
-BENCHMARK = Path(__file__).resolve().parent.parent / "benchmarks" / "benchmark.py"
-# benchmarks/ is a folder of commands, not a package: load the module from its path
-_spec = importlib.util.spec_from_file_location("benchmark", BENCHMARK)
-benchmark = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(benchmark)
+
+def tool(name: str, *args: str, cwd=None) -> subprocess.CompletedProcess:
+    """`python -m benchmarks.<name> args`, as a user runs it (from `cwd`: the benchmarks package found through
+    PYTHONPATH)."""
+    return subprocess.run([sys.executable, "-m", f"benchmarks.{name}", *args], cwd=cwd, env=launch.environment(),
+                          capture_output=True, text=True, timeout=60)
+
+
+def tensorboard_scalars(run_dir):
+    """Every scalar of a run folder as TensorBoard's own reader shows it: {tag: [(step, value)]}."""
+    return {tag: [(e.step, e.value) for e in events] for tag, events in runs.read_events(run_dir)[0].items()}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -27,7 +35,7 @@ def crossing(returns, window, threshold):
     """rolling_first_crossing with episode i finishing at step 100 * (i + 1) and wall time 10 * (i + 1)."""
     steps = [100 * (i + 1) for i in range(len(returns))]
     wall_times = [10.0 * (i + 1) for i in range(len(returns))]
-    return benchmark.rolling_first_crossing(steps, wall_times, returns, window, threshold)
+    return stats.rolling_first_crossing(steps, wall_times, returns, window, threshold)
 
 
 def test_crossing_exactly_at_window_boundary():
@@ -92,11 +100,11 @@ def test_summarize_without_episodes():
 
 
 def test_parse_run_name(tmp_path):
-    assert benchmark.parse_run_name(tmp_path / "runs" / "CartPole-v1__bench__3__1700000000") == ("CartPole-v1", 3)
+    assert runs.parse_run_name(tmp_path / "runs" / "CartPole-v1__bench__3__1700000000") == ("CartPole-v1", 3)
     # env ids with a slash put the run one folder deeper
-    assert benchmark.parse_run_name(tmp_path / "runs" / "ALE" / "Pong-v5__bench__12__1700000000") == ("ALE/Pong-v5", 12)
-    with pytest.raises(benchmark.RunFailed, match="is not named"):
-        benchmark.parse_run_name(tmp_path / "runs" / "my_experiment")
+    assert runs.parse_run_name(tmp_path / "runs" / "ALE" / "Pong-v5__bench__12__1700000000") == ("ALE/Pong-v5", 12)
+    with pytest.raises(runs.RunFailed, match="is not named"):
+        runs.parse_run_name(tmp_path / "runs" / "my_experiment")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -182,19 +190,23 @@ def test_a_resumed_run_reads_as_its_history(tmp_path, marked):
     def steps_and_values(scalars):
         return {tag: [(event.step, event.value) for event in events] for tag, events in scalars.items()}
 
-    scalars, first_time = benchmark.read_scalars(run_dir)
+    scalars, first_time = runs.read_scalars(run_dir)
     assert steps_and_values(scalars) == history
     assert start - 5 < first_time < start + 5  # the first file's header, written when it opened
     if marked:
         assert tensorboard_scalars(run_dir) == history
-    assert steps_and_values(benchmark.read_scalars(run_dir, up_to_step=300)[0]) == {
+    assert steps_and_values(runs.read_scalars(run_dir, up_to_step=300)[0]) == {
         tag: [(step, value) for step, value in points if step <= 300] for tag, points in history.items()}
     # where it resumed: each process from the step it went on from to its last update in the history
-    rows = benchmark.stretches(run_dir)
+    rows = runs.stretches(run_dir)
     assert [(row["from"], row["to"]) for row in rows] == [(0, 200), (200, 300), (300, 400)]
     assert [row["seconds"] for row in rows] == pytest.approx([20, 10, 20], abs=2)  # (from each file's header)
     assert rows[2]["sps"] == pytest.approx(100 / rows[2]["seconds"])
-    assert [(row["from"], row["to"]) for row in benchmark.stretches(run_dir, up_to_step=300)] == [(0, 200), (200, 300)]
+    assert [(row["from"], row["to"]) for row in runs.stretches(run_dir, up_to_step=300)] == [(0, 200), (200, 300)]
+    # the time it trained: its stretches summed (about 50 s), not the span from its first event to its last
+    # (about 22 s here, the three files opened a second apart; with a stop before a resume, hours more)
+    assert runs.training_seconds(run_dir) == pytest.approx(sum(row["seconds"] for row in rows)) == \
+        pytest.approx(50, abs=3)
 
 
 def test_resumes_read_off_the_logs(tmp_path):
@@ -204,14 +216,14 @@ def test_resumes_read_off_the_logs(tmp_path):
     write_process(first_update, [("charts/episodic_return", 50, -1.0, 1)])
     time.sleep(1.1)
     write_process(first_update, [("charts/episodic_return", 40, 1.0, 1), ("charts/SPS", 100, 9.0, 2)])
-    assert {tag: [e.step for e in events] for tag, events in benchmark.read_scalars(first_update)[0].items()} == {
+    assert {tag: [e.step for e in events] for tag, events in runs.read_scalars(first_update)[0].items()} == {
         "charts/episodic_return": [40], "charts/SPS": [100]}
     other = tmp_path / "Env-v0__bench__1__2"
     write_process(other, [("charts/episodic_return", 50, 1.0, 1)])
     time.sleep(1.1)
     write_process(other, [("charts/episodic_return", 40, 2.0, 1)])
-    assert [e.value for e in benchmark.read_scalars(other)[0]["charts/episodic_return"]] == [1.0, 2.0]
-    assert benchmark.read_scalars(tmp_path / "empty") == ({}, None)
+    assert [e.value for e in runs.read_scalars(other)[0]["charts/episodic_return"]] == [1.0, 2.0]
+    assert runs.read_scalars(tmp_path / "empty") == ({}, None)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -265,12 +277,9 @@ print("training done")
 def run_benchmark(tmp_path, fail_seed=None, fail_play_seed=None, options=()):
     script = tmp_path / "ppo_fake.py"
     script.write_text(FAKE_SCRIPT.replace("FAIL_SEED", str(fail_seed)).replace("FAIL_PLAY_SEED", str(fail_play_seed)))
-    command = [
-        sys.executable, str(BENCHMARK), "--script", str(script), "--seeds", "1", "2",
-        "--threshold", "100", "--window", "2", "--workdir", str(tmp_path), "--csv", str(tmp_path / "out.csv"),
-        *options, "--", "--total-timesteps", "100",
-    ]  # fmt: skip
-    return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    return tool("benchmark", "--script", str(script), "--seeds", "1", "2", "--threshold", "100", "--window", "2",
+                "--workdir", str(tmp_path), "--csv", str(tmp_path / "out.csv"), *options, "--", "--total-timesteps",
+                "100", cwd=tmp_path)
 
 
 def test_end_to_end(tmp_path):
@@ -348,10 +357,8 @@ def test_play_episodes_and_plot(tmp_path):
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and plot.stat().st_size > 10_000
 
     # the same from the logs, without running anything but --play
-    again = subprocess.run(
-        [sys.executable, str(BENCHMARK), "--script", str(tmp_path / "ppo_fake.py"), "--workdir", str(tmp_path),
-         "--from-logs", "runs/*__bench__*", "--play-episodes", "3", "--csv", str(tmp_path / "again.csv")],
-        capture_output=True, text=True, timeout=60)
+    again = tool("benchmark", "--script", str(tmp_path / "ppo_fake.py"), "--workdir", str(tmp_path),
+                 "--from-logs", "runs/*__bench__*", "--play-episodes", "3", "--csv", str(tmp_path / "again.csv"))
     assert again.returncode == 0, again.stderr
     assert "greedy policy over 3 episodes: mean return per seed 100.0, 200.0" in again.stdout
 
@@ -359,19 +366,16 @@ def test_play_episodes_and_plot(tmp_path):
 def test_other_tags_are_drawn(tmp_path):
     """--tag and --eval-tag draw other scalars than the return (Mario: charts/x_pos and eval/flag_rate)."""
     assert run_benchmark(tmp_path).returncode == 0
-    rows = list(csv.DictReader(open(tmp_path / "out.csv")))
-    args = benchmark.Args(script="ppo_fake.py", tag="charts/episodic_length", eval_tag="charts/SPS", window=2)
-    curves, evals = benchmark.read_curves(args, rows)
-    assert curves["1"] == ([10 * k for k in range(1, 11)], [10.0] * 10)
-    assert evals["2"] == ([50, 100], [1000.0, 1000.0])
     plot = tmp_path / "lengths.png"
-    result = subprocess.run(
-        [sys.executable, str(BENCHMARK), "--script", str(tmp_path / "ppo_fake.py"), "--workdir", str(tmp_path),
-         "--from-logs", "runs/*__bench__*", "--tag", "charts/episodic_length", "--eval-tag", "charts/SPS",
-         "--csv", str(tmp_path / "lengths.csv"), "--plot", str(plot)],
-        capture_output=True, text=True, timeout=60)
+    result = tool("benchmark", "--script", str(tmp_path / "ppo_fake.py"), "--workdir", str(tmp_path),
+                  "--from-logs", "runs/*__bench__*", "--tag", "charts/episodic_length", "--eval-tag", "charts/SPS",
+                  "--csv", str(tmp_path / "lengths.csv"), "--plot", str(plot))
     assert result.returncode == 0, result.stderr
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    points = load_points(curves_path(tmp_path / "lengths.csv"))
+    curves, evals = plots.curves_from_points(points, "charts/episodic_length", "charts/SPS", 2)
+    assert curves["1"] == ([10 * k for k in range(1, 11)], [10.0] * 10)
+    assert evals["2"] == ([50, 100], [1000.0, 1000.0])
 
 
 def test_a_failing_play_fails_its_seed(tmp_path):
@@ -383,16 +387,15 @@ def test_a_failing_play_fails_its_seed(tmp_path):
 
 
 def test_rolling_mean():
-    assert benchmark.rolling_mean([2.0, 4.0, 6.0, 8.0], 2) == [2.0, 3.0, 5.0, 7.0]
-    assert benchmark.rolling_mean([], 3) == []
+    assert stats.rolling_mean([2.0, 4.0, 6.0, 8.0], 2) == [2.0, 3.0, 5.0, 7.0]
+    assert stats.rolling_mean([], 3) == []
 
 
 def test_script_that_writes_no_logs_fails(tmp_path):
     script = tmp_path / "ppo_silent.py"
     script.write_text("print('forgot to log')\n")
-    command = [sys.executable, str(BENCHMARK), "--script", str(script), "--seeds", "7", "--workdir", str(tmp_path)]
-    command += ["--csv", str(tmp_path / "out.csv")]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    result = tool("benchmark", "--script", str(script), "--seeds", "7", "--workdir", str(tmp_path),
+                  "--csv", str(tmp_path / "out.csv"))
     assert result.returncode == 1
     assert "seed 7: exited 0 but wrote no runs/*__bench__7__* folder" in result.stderr
 
@@ -401,37 +404,24 @@ def test_label_and_compare(tmp_path):
     """Two configurations benchmarked under labels, then drawn into one plot with --compare."""
     for label in ("short", "long"):
         steps = "50" if label == "short" else "100"
-        command = [sys.executable, str(BENCHMARK), "--script", str(tmp_path / "ppo_fake.py"), "--seeds", "1", "2",
-                   "--workdir", str(tmp_path), "--exp-name", label, "--label", label,
-                   "--csv", str(tmp_path / f"fake-{label}.csv"), "--", "--total-timesteps", steps]
         fake = FAKE_SCRIPT.replace("FAIL_SEED", "None").replace("FAIL_PLAY_SEED", "None")
         (tmp_path / "ppo_fake.py").write_text(fake)
-        result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        result = tool("benchmark", "--script", str(tmp_path / "ppo_fake.py"), "--seeds", "1", "2", "--workdir",
+                      str(tmp_path), "--exp-name", label, "--label", label,
+                      "--csv", str(tmp_path / f"fake-{label}.csv"), "--", "--total-timesteps", steps, cwd=tmp_path)
         assert result.returncode == 0, result.stderr
         rows = list(csv.DictReader(open(tmp_path / f"fake-{label}.csv")))
         assert [row["label"] for row in rows] == [label, label]
     plot = tmp_path / "compare.png"
-    compare = [sys.executable, str(BENCHMARK), "--script", "ppo_fake.py", "--workdir", str(tmp_path), "--compare",
-               str(tmp_path / "fake-short.csv"), str(tmp_path / "fake-long.csv")]
-    result = subprocess.run([*compare, "--plot", str(plot)], capture_output=True, text=True, timeout=60)
+    compare = [str(tmp_path / "fake-short.csv"), str(tmp_path / "fake-long.csv")]
+    result = tool("compare", *compare, "--plot", str(plot))
     assert result.returncode == 0, result.stderr
     assert "Learning curves of short, long drawn in" in result.stdout
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and plot.stat().st_size > 10_000
 
-    # Without --plot: one clear line and a non-zero exit.
-    result = subprocess.run(compare, capture_output=True, text=True, timeout=60)
-    assert result.returncode == 2 and "give --plot PNG" in result.stderr
-
-    # A CSV without its curves (written before they existed) has them read from its run folders and kept.
-    kept = (tmp_path / "fake-short-curves.csv").read_text()
-    (tmp_path / "fake-short-curves.csv").unlink()
-    result = subprocess.run([*compare, "--plot", str(plot)], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    assert "Curve points read from the run folders into" in result.stdout
-    reread = (tmp_path / "fake-short-curves.csv").read_text().splitlines()
-    # the same points; only the seconds differ, counted from the first event instead of the launch
-    assert [line.split(",")[:7] + line.split(",")[8:] for line in reread] == [
-        line.split(",")[:7] + line.split(",")[8:] for line in kept.splitlines()]
+    # Without --plot: tyro's usage error, and a non-zero exit.
+    result = tool("compare", *compare)
+    assert result.returncode == 2 and "--plot" in result.stderr
 
     # The curves CSVs are enough: with the run folders gone the plot is drawn again, the very same image.
     import shutil
@@ -439,23 +429,23 @@ def test_label_and_compare(tmp_path):
     first = plot.read_bytes()
     for row in [*csv.DictReader(open(tmp_path / "fake-long.csv")), *csv.DictReader(open(tmp_path / "fake-short.csv"))]:
         shutil.rmtree(row["run_dir"])
-    result = subprocess.run([*compare, "--plot", str(plot)], capture_output=True, text=True, timeout=60)
+    result = tool("compare", *compare, "--plot", str(plot))
     assert result.returncode == 0, result.stderr
     assert plot.read_bytes() == first
 
-    # With neither the curves nor the run folders, one clear line.
+    # Without its curves CSV, one clear line.
     (tmp_path / "fake-long-curves.csv").unlink()
-    result = subprocess.run([*compare, "--plot", str(plot)], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 1 and "is gone: rerun the benchmark" in result.stderr
+    result = tool("compare", *compare, "--plot", str(plot))
+    assert result.returncode == 2 and "no curves CSV at" in result.stderr and "fake-long-curves.csv" in result.stderr
     assert "Traceback" not in result.stderr
 
 
 def test_summary_rows(tmp_path):
-    """--summary prints README's results-table row per CSV: means and spreads over the seeds."""
+    """summary prints README's results-table row per CSV: means and spreads over the seeds."""
     assert run_benchmark(tmp_path, options=["--play-episodes", "7"]).returncode == 0
     # the fake run's CSV holds the final returns over its last 2 episodes (--window 2)
-    command = [sys.executable, str(BENCHMARK), "--script", "-", "--window", "2", "--summary", str(tmp_path / "out.csv")]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    command = ["--window", "2", str(tmp_path / "out.csv")]
+    result = tool("summary", *command)
     assert result.returncode == 0, result.stderr
     header, separator, row = result.stdout.strip().splitlines()
     assert header.startswith("| script | env | env steps | seeds | final return (last 2 training episodes) |")
@@ -465,31 +455,30 @@ def test_summary_rows(tmp_path):
     # another tag than the return is named beside the figure (read from the curves CSV)
     points = (tmp_path / "out-curves.csv").read_text().replace("charts/episodic_return", "charts/x_pos")
     (tmp_path / "out-curves.csv").write_text(points)
-    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    result = tool("summary", *command)
     assert "| 142.5 +/- 67.2 (charts/x_pos) |" in result.stdout
     # the header names the --window it reports; a CSV written with another window says its own
     command[command.index("--window") + 1] = "100"
-    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    result = tool("summary", *command)
     assert "| final return (last 100 training episodes) |" in result.stdout
     assert "| 142.5 +/- 67.2 (charts/x_pos, last 2) |" in result.stdout
 
-    result = subprocess.run([*command[:-1], str(tmp_path / "missing.csv")], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 1 and "--summary: cannot read" in result.stderr and "Traceback" not in result.stderr
+    result = tool("summary", *command[:-1], str(tmp_path / "missing.csv"))
+    assert result.returncode == 1 and "summary: cannot read" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_describe_a_scalar(tmp_path):
-    """--describe: count, min, median, max of a scalar per run folder, and the share within a band."""
+    """describe: count, min, median, max of a scalar per run folder, and the share within a band."""
     assert run_benchmark(tmp_path).returncode == 0
-    base = [sys.executable, str(BENCHMARK), "--script", "ppo_fake.py", "--workdir", str(tmp_path)]
-    result = subprocess.run([*base, "--from-logs", "runs/*__bench__*", "--describe", "charts/episodic_return",
-                             "--band", "50", "100"], capture_output=True, text=True, timeout=60)
+    result = tool("describe", "runs/*__bench__*", "--workdir", str(tmp_path), "--tag", "charts/episodic_return",
+                  "--band", "50", "100")
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stdout.splitlines() if line.startswith("| CartPole-v1__bench__")]
     # seed 1 returns 10, 20, ..., 100 (50 to 100 within [50, 100]: 6), seed 2 returns 20, 40, ..., 200 (60, 80, 100)
     assert [row.split(" | ")[1:] for row in rows] == [
         ["10", "10", "55", "100", "60% (6 of 10) |"], ["10", "20", "110", "200", "30% (3 of 10) |"]]
-    result = subprocess.run([*base, "--describe", "losses/kl"], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 2 and "give --from-logs PATTERN" in result.stderr
+    result = tool("describe", "runs/*__nothing__*", "--workdir", str(tmp_path), "--tag", "losses/kl")
+    assert result.returncode == 1 and "no run folders match runs/*__nothing__*" in result.stderr
 
 
 def test_plot_of_a_tag_the_runs_do_not_log_fails_in_one_line(tmp_path):
@@ -505,19 +494,19 @@ def test_plot_of_a_tag_the_runs_do_not_log_fails_in_one_line(tmp_path):
 def test_percentile_interpolates_between_ranks():
     # sorted 1..5: position q / 100 * 4, so the 5th percentile is 1 + 0.2 * (2 - 1) and the 95th 4 + 0.8 * 1
     values = [5.0, 1.0, 4.0, 2.0, 3.0]
-    assert [benchmark.percentile(values, q) for q in (0, 5, 50, 95, 100)] == pytest.approx([1, 1.2, 3, 4.8, 5])
-    assert benchmark.percentile([1.0, 2.0, 3.0, 4.0], 50) == pytest.approx(2.5)  # between the middle two
-    assert benchmark.percentile([7.0], 95) == 7.0
+    assert [stats.percentile(values, q) for q in (0, 5, 50, 95, 100)] == pytest.approx([1, 1.2, 3, 4.8, 5])
+    assert stats.percentile([1.0, 2.0, 3.0, 4.0], 50) == pytest.approx(2.5)  # between the middle two
+    assert stats.percentile([7.0], 95) == 7.0
 
 
 def test_spread():
-    assert benchmark.spread([10.0, 0.0]) == pytest.approx(
+    assert stats.spread([10.0, 0.0]) == pytest.approx(
         {"count": 2, "min": 0.0, "p5": 0.5, "median": 5.0, "p95": 9.5, "max": 10.0})
 
 
 def test_diagnostic_spreads_whole_run_and_second_half():
     kl = [ScalarEvent(0.0, 10 * i, value) for i, value in enumerate([4.0, 1.0, 3.0, 2.0, 5.0])]
-    rows = benchmark.diagnostic_spreads({"losses/approx_kl": kl}, ("losses/approx_kl", "losses/clipfrac"))
+    rows = stats.diagnostic_spreads({"losses/approx_kl": kl}, ("losses/approx_kl", "losses/clipfrac"))
     # clipfrac was not logged: no row; the second half of 5 values is the last 3 (2, 3, 5 sorted)
     assert [(row["tag"], row["part"]) for row in rows] == [("losses/approx_kl", "all"),
                                                            ("losses/approx_kl", "second half")]
@@ -534,7 +523,7 @@ def test_diagnostic_ranges_over_seeds():
 
     rows = [row(1, "a", 10, 0.0, 1.0, 2.0), row(1, "b", 10, 5.0, 6.0, 7.0), row(2, "a", 12, -1.0, 3.0, 1.5),
             row(3, "a", 11, 0.5, 2.5, 4.0)]
-    summed = benchmark.diagnostic_ranges(rows)
+    summed = stats.diagnostic_ranges(rows)
     assert [s["tag"] for s in summed] == ["a", "b"]  # first-seen order
     # tag a: the lowest 5th percentile (-1, seed 2), the median of the medians 1, 3, 2.5, the highest 95th (4)
     assert summed[0] == {"label": "", "tag": "a", "part": "all", "seeds": [1, 2, 3], "counts": [10, 12, 11],
@@ -549,18 +538,16 @@ def test_curve_at_a_step():
     points = [point(1, 10, 1.0, 1.0), point(1, 15, 99.0, 1.5, kind="evaluation"), point(1, 20, 2.0, 2.0),
               point(1, 20, 50.0, 2.0, tag="other"), point(1, 30, 6.0, 3.0), point(2, 25, 10.0, 5.0)]
     # at step 20 seed 1 has finished the episodes of steps 10 and 20 (mean 1.5), seed 2 none yet
-    assert benchmark.curve_at(points, "r", 2, 20) == {"1": (1.5, 2.0)}
+    assert stats.curve_at(points, "r", 2, 20) == {"1": (1.5, 2.0)}
     # at step 30 the window of 2 holds seed 1's last two (2 and 6); seed 2's one episode is its mean
-    assert benchmark.curve_at(points, "r", 2, 30) == {"1": (4.0, 3.0), "2": (10.0, 5.0)}
-    assert benchmark.curve_at(points, "r", 2, 5) == {}
+    assert stats.curve_at(points, "r", 2, 30) == {"1": (4.0, 3.0), "2": (10.0, 5.0)}
+    assert stats.curve_at(points, "r", 2, 5) == {}
 
 
 def test_summary_at_steps(tmp_path):
-    """--summary --at-steps: the rolling mean and the wall seconds of each CSV's curve at given steps."""
+    """summary --at-steps: the rolling mean and the wall seconds of each CSV's curve at given steps."""
     assert run_benchmark(tmp_path).returncode == 0
-    command = [sys.executable, str(BENCHMARK), "--script", "-", "--window", "2", "--summary", str(tmp_path / "out.csv"),
-               "--at-steps", "35", "100", "200"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    result = tool("summary", "--window", "2", str(tmp_path / "out.csv"), "--at-steps", "35", "100", "200")
     assert result.returncode == 0, result.stderr
     rows = [line.split(" | ")[1:5] for line in result.stdout.splitlines() if " | charts/episodic_return | " in line]
     # at step 35: episodes 2 and 3 of each seed, 10 s (20, 30) and 20 s (40, 60): means 25 and 50, mean 37.5;
@@ -571,7 +558,7 @@ def test_summary_at_steps(tmp_path):
 
 
 def test_diagnostics_are_recorded_and_printed(tmp_path):
-    """Each benchmark writes <name>-diagnostics.csv beside its CSV; --diagnostics prints its ranges."""
+    """Each benchmark writes <name>-diagnostics.csv beside its CSV; benchmarks.diagnostics prints its ranges."""
     assert run_benchmark(tmp_path).returncode == 0
     rows = list(csv.DictReader(open(tmp_path / "out-diagnostics.csv")))
     assert list(rows[0]) == ["script", "label", "env_id", "seed", "tag", "part", "count", "min", "p5", "median",
@@ -585,12 +572,11 @@ def test_diagnostics_are_recorded_and_printed(tmp_path):
         [0.625, 0.65625, 0.9375, 1.21875, 1.25], rel=1e-3)
     assert [float(rows[3][key]) for key in ("min", "median", "max")] == [2.5, 2.5, 2.5]
 
-    command = [sys.executable, str(BENCHMARK), "--script", "-", "--diagnostics", str(tmp_path / "out-diagnostics.csv")]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    result = tool("diagnostics", str(tmp_path / "out-diagnostics.csv"))
     assert result.returncode == 0, result.stderr
     table = [line for line in result.stdout.splitlines() if line.startswith("| `ppo_fake.py`")]
     # over both seeds: min 0.625, lowest p5 0.656 (seed 1), median of 0.9375 and 1.875, highest p95 2.44 (seed 2)
     assert table == ["| `ppo_fake.py` | losses/approx_kl | all | 1 2 | 2 | 0.625 | 0.656 | 1.41 | 2.44 | 2.5 |",
                      "| `ppo_fake.py` | losses/approx_kl | second half | 1 2 | 1 | 1.25 | 1.25 | 1.88 | 2.5 | 2.5 |"]
-    result = subprocess.run([*command[:-1], str(tmp_path / "missing.csv")], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 1 and "--diagnostics: cannot read" in result.stderr and "Traceback" not in result.stderr
+    result = tool("diagnostics", str(tmp_path / "missing.csv"))
+    assert result.returncode == 1 and "diagnostics: cannot read" in result.stderr and "Traceback" not in result.stderr

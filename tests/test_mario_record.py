@@ -1,15 +1,11 @@
 """benchmarks/mario_record.py: the blocks, the evaluations and the death histogram of a Mario run, against a run
 folder written here with known episodes, by hand; the CSVs round trip; bad input gets one line and exit code 2."""
 
-import sys
 
 import pytest
 from torch.utils.tensorboard import SummaryWriter
 
-from conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import mario_record  # noqa: E402
+from benchmarks import mario_record
 
 # (step, x_pos, flag): as ppo_mario_cnn.py logs them, two episodes may end at the same step
 EPISODES = [(40, 310, 0), (40, 290, 0), (90, 450, 0), (120, 3161, 1), (150, 820, 0), (199, 3161, 1), (230, 305, 0)]

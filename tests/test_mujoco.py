@@ -3,24 +3,23 @@ unconstrained objective (--objective none), and benchmarks/mujoco_grid.py (its n
 tiny grid run end to end: skip what is done, resume what is not, write the tables and the figure; a grid run
 in the background stopped with kill -INT)."""
 
-import csv
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
 
 import ppo_pendulum_continuous as ppo
+from benchmarks import mujoco_grid
+from benchmarks.core import launch
+from benchmarks.core.records import read_csv as read
+from benchmarks.core.records import write_csv
 from conftest import ROOT, run_dirs, run_script, scalars
-
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import mujoco_grid  # noqa: E402
 
 SCRIPT = "ppo_pendulum_continuous.py"
 
@@ -103,9 +102,8 @@ def test_the_report_shows_the_seeds_asked_for(tmp_path):
     fields = mujoco_grid.RUNS_FIELDS
     rows = [dict.fromkeys(fields, "1") | {"task": "Hopper-v5", "setting": s, "seed": seed, "final_return": r}
             for s, seed, r in [("clip0.2", 1, 116.7), ("none", 1, 66.7), ("clip0.2", 2, 116.7), ("none", 2, 266.7)]]
-    mujoco_grid.write_csv(tmp_path / "runs.csv", fields, rows)
-    mujoco_grid.write_csv(tmp_path / "random.csv", ["task", "mean_return"],
-                          [{"task": "Hopper-v5", "mean_return": 16.7}])
+    write_csv(tmp_path / "runs.csv", rows, fields)
+    write_csv(tmp_path / "random.csv", [{"task": "Hopper-v5", "mean_return": 16.7}])
     report = lambda *flags: mujoco_grid.report(mujoco_grid.parse_args(  # noqa: E731
         ["--results-dir", str(tmp_path), "--settings", "clip0.2", "none", *flags]))
     seed_1 = report("--seeds", "1")  # clip the best (100 above random), none 50/100
@@ -115,19 +113,6 @@ def test_the_report_shows_the_seeds_asked_for(tmp_path):
     # ... and seed by seed on those anchors: none 50/150 in seed 1, 250/150 in seed 2; clip 100/150 in both.
     assert "| by seed (1 / 2) |" in report() and "| 0.33 / 1.67 |" in report() and "| 0.67 / 0.67 |" in report()
     assert "| by seed (1) |" in seed_1 and "| No clipping or penalty | 1 | 0.50 | 0.50 | -0.39 |" in seed_1
-
-
-def test_training_seconds_leaves_out_a_stop_before_a_resume():
-    """From the first event to the first update, then the gaps between updates; a gap over 10x the median
-    (the run was stopped, then resumed) counts as the median."""
-    updates = [SimpleNamespace(wall_time=t) for t in (105.0, 115.0, 126.0, 135.0, 3135.0, 3145.0)]
-    # first update at 105 (5 s after the first event at 100); gaps 10, 11, 9, 3000 (the stop: counted as 10), 10
-    assert mujoco_grid.training_seconds({"charts/SPS": updates}, 100.0) == pytest.approx(5 + 10 + 11 + 9 + 10 + 10)
-
-
-def read(path: Path) -> list[dict]:
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 def test_grid_runs_skips_resumes_and_reports(tmp_path, capsys):
@@ -155,8 +140,8 @@ def test_grid_runs_skips_resumes_and_reports(tmp_path, capsys):
     assert f"| InvertedPendulum-v5 | {moved['none']} | {moved['clip0.2']} |" in table
     # A row lacking a column (written before it existed) gets it from its run folder, where that is here.
     written = read(tmp_path / "results" / "runs.csv")
-    mujoco_grid.write_csv(tmp_path / "results" / "runs.csv", mujoco_grid.RUNS_FIELDS,
-                          [{**row, "mean_kl": "", "final_entropy": "", "wall_seconds": ""} for row in written])
+    blanked = [{**row, "mean_kl": "", "final_entropy": "", "wall_seconds": ""} for row in written]
+    write_csv(tmp_path / "results" / "runs.csv", blanked, mujoco_grid.RUNS_FIELDS)
     assert mujoco_grid.main([*grid, "--total-timesteps", "2048", "--report-only"]) == 0
     assert read(tmp_path / "results" / "runs.csv") == written
     capsys.readouterr()
@@ -183,22 +168,25 @@ def test_grid_runs_skips_resumes_and_reports(tmp_path, capsys):
 
 def test_the_record_shows_the_committed_results():
     """benchmarks/README.md shows Table 1 and the returns as the committed runs.csv gives them today: the report
-    regenerated from the committed CSVs is in the record, word for word, and in table1.md."""
+    regenerated from the committed CSVs is table1.md, and the record's part between its table1 markers."""
     args = mujoco_grid.parse_args([])
     text = mujoco_grid.report(args)
     assert (ROOT / "benchmarks" / "results" / "mujoco" / "table1.md").read_text() == text + "\n"
-    assert text in (ROOT / "benchmarks" / "README.md").read_text()
+    record = (ROOT / "benchmarks" / "README.md").read_text()
+    begin, end = "<!-- table1:begin -->\n", "<!-- table1:end -->\n"
+    assert record.count(begin) == record.count(end) == 1, "benchmarks/README.md needs one pair of table1 markers"
+    assert record[record.index(begin) + len(begin):record.index(end)] == text + "\n"
 
 
 def test_a_grid_started_in_the_background_stops_on_kill_int_and_its_runs_save(tmp_path):
-    """`nohup python benchmarks/mujoco_grid.py ... &` starts the grid with SIGINT ignored (a shell does that to a
+    """`nohup python -m benchmarks.mujoco_grid ... &` starts the grid with SIGINT ignored (a shell does that to a
     background job), as its runs would be. `kill -INT` on the grid alone must still stop it the way Ctrl-C does:
     the running run saves a checkpoint mid-way, and the grid exits 130."""
     grid = subprocess.Popen(
-        [sys.executable, str(ROOT / "benchmarks" / "mujoco_grid.py"), "--tasks", "InvertedPendulum-v5", "--settings",
+        [sys.executable, "-m", "benchmarks.mujoco_grid", "--tasks", "InvertedPendulum-v5", "--settings",
          "clip0.2", "--seeds", "1", "--jobs", "1", "--random-episodes", "2", "--total-timesteps", "400000",
          "--runs-dir", str(tmp_path), "--results-dir", str(tmp_path / "results")],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        env=launch.environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     try:
         log, deadline = tmp_path / "runs" / "table1-logs" / "InvertedPendulum-v5-clip0.2-1.log", time.time() + 120

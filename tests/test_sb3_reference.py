@@ -5,14 +5,10 @@ runs' reach, and the command line on a folder and on a git dir. No network, no t
 import csv
 import shutil
 import subprocess
-import sys
 
 import pytest
 
-from conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import sb3_reference as ref  # noqa: E402
+from benchmarks import sb3_reference as ref
 
 
 def monitor(t_start: float, rows: list[tuple[float, int, float]]) -> str:

@@ -1,0 +1,88 @@
+"""The record's files: one CSV writer and one reader, and the formats a benchmark writes beside its rows.
+
+A benchmark of a lesson writes three CSVs (benchmarks/benchmark.py): <name>.csv, one row per seed;
+<name>-curves.csv, its learning curves (one row per training episode and per evaluation); <name>-diagnostics.csv,
+the spread of the update's diagnostics per seed. Every report is made again from these once the run folders are
+gone, so they are written here only, atomically (a stopped writer leaves the old file, never half of one).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+
+
+def write_csv(path: Path, rows: list[dict], fields: list[str] | None = None, floats: str | None = None) -> None:
+    """The rows to a CSV, atomically (written beside it, then renamed over it); `fields` the columns in order
+    (None: the first row's keys). `floats`: None writes floats as they are, "decimals" to 3 decimals (plenty for
+    seconds, returns and SPS), "significant" to 4 significant digits (a KL of 0.0012 keeps one). None becomes an
+    empty cell."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields or list(rows[0]))
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({key: _rounded(value, floats) for key, value in row.items()})
+    os.replace(tmp, path)
+
+
+def _rounded(value, floats: str | None):
+    if not isinstance(value, float) or floats is None:
+        return value
+    return float(f"{value:.4g}") if floats == "significant" else round(value, 3)
+
+
+def read_csv(path: Path, numbers: dict[str, type] | None = None) -> list[dict]:
+    """A CSV's rows as dicts ([] where the file is missing), the columns named in `numbers` converted (e.g.
+    {"seed": int, "value": float})."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    for row in rows:
+        for key, kind in (numbers or {}).items():
+            row[key] = kind(row[key])
+    return rows
+
+
+def read_rows(path: Path) -> list[dict]:
+    """A benchmark CSV's rows, refusing a missing or empty file with one line (FileNotFoundError, ValueError)."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"no CSV at {path}")
+    rows = read_csv(path)
+    if not rows:
+        raise ValueError(f"{path} holds no rows")
+    return rows
+
+
+def curves_path(csv_path: Path) -> Path:
+    """Where the curve points of the runs in a results CSV live: beside it, as <stem>-curves.csv."""
+    return Path(csv_path).with_name(f"{Path(csv_path).stem}-curves.csv")
+
+
+def diagnostics_path(csv_path: Path) -> Path:
+    """Where the diagnostics of the runs in a results CSV live: beside it, as <stem>-diagnostics.csv."""
+    return Path(csv_path).with_name(f"{Path(csv_path).stem}-diagnostics.csv")
+
+
+def load_points(path: Path) -> list[dict]:
+    """A curves CSV back as rows with numbers."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"no curves CSV at {path}")
+    return read_csv(path, {"env_steps": int, "wall_seconds": float, "value": float})
+
+
+def load_diagnostics(path: Path) -> list[dict]:
+    """A diagnostics CSV back as rows with numbers."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"no diagnostics CSV at {path}")
+    return read_csv(path, {"count": int, **{key: float for key in ("min", "p5", "median", "p95", "max")}})
+
+
+def name_of(row: dict) -> str:
+    """How a row of a benchmark CSV names its configuration: `script` (label)."""
+    return row["script"] + (f" ({row['label']})" if row.get("label") else "")
