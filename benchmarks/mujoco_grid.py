@@ -150,13 +150,14 @@ def random_baselines(args: argparse.Namespace) -> dict[str, float]:
 def study(args: argparse.Namespace) -> grid.Study:
     """Table 1 as a study of the grid (benchmarks/core/grid.py): the script, COMMON_FLAGS, a setting's flags,
     run as `--exp-name table1-<setting>` under --runs-dir."""
-    return grid.Study("table1", SCRIPT, {name: flags for name, (flags, _, _) in SETTINGS.items()}, COMMON_FLAGS,
+    return grid.Study("table1", {name: flags for name, (flags, _, _) in SETTINGS.items()}, COMMON_FLAGS,
                       args.total_timesteps, args.runs_dir)
 
 
 def recorded_runs(args: argparse.Namespace) -> dict[grid.Cell, dict]:
     """runs.csv's rows by cell (task, setting, seed)."""
-    return {grid.Cell(r["task"], r["setting"], int(r["seed"])): r for r in read_csv(args.results_dir / "runs.csv")}
+    return {grid.Cell(SCRIPT, r["task"], r["setting"], int(r["seed"])): r
+            for r in read_csv(args.results_dir / "runs.csv")}
 
 
 def policy_moves(scalars: dict) -> dict:
@@ -371,7 +372,7 @@ def plot(args: argparse.Namespace) -> Path | None:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    cells = grid.cells(args.tasks, args.settings, args.seeds)
+    cells = grid.cells(SCRIPT, args.tasks, args.settings, args.seeds)
     if args.dry_run:
         grid.run(study(args), cells, args.jobs, set(recorded_runs(args)), dry_run=True)
         return 0

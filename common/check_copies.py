@@ -154,19 +154,41 @@ def _copy_below(lines: list[str], definitions: dict[int, ast.AST], marker_line: 
     return start, definitions.get(start)
 
 
-def copied_spans(path: Path) -> list[tuple[int, int]]:
-    """(first, last) line numbers, 1-based and inclusive, of every copied block in ``path``: from its marker
-    comment to the end of the definition below it (markers not directly above a definition are skipped;
-    ``check`` reports those)."""
-    lines = _read_lines(path)
-    source = "".join(lines)
+@dataclass(frozen=True)
+class CopiedBlock:
+    """A copy in a script: lines first..last (1-based, inclusive), from its marker comment to the end of the
+    definition below it."""
+
+    first: int
+    last: int
+    target: str  # the dotted original, e.g. common.ppo.compute_gae
+
+    @property
+    def module(self) -> str:
+        """The file that holds the original, e.g. common/ppo.py."""
+        return "/".join(self.target.split(".")[:-1]) + ".py"
+
+    @property
+    def name(self) -> str:
+        return self.target.split(".")[-1]
+
+
+def copied_blocks(source: str) -> list[CopiedBlock]:
+    """Every copied block of a script's source, in order: the one parser of the markers, which common.diff_matrix
+    and the site (render/) read too. A marker that is malformed, or not directly above a top-level definition, makes
+    no block (``check`` reports those)."""
+    lines = io.StringIO(source).readlines()
     definitions = _definitions(ast.parse(source))
-    spans = []
-    for marker_line, _ in _marker_comments(source):
+    blocks = []
+    for marker_line, text in _marker_comments(source):
         _, copy = _copy_below(lines, definitions, marker_line)
+        try:
+            target, _ = parse_marker(text)
+        except ValueError:
+            continue
         if copy is not None:
-            spans.append((marker_line, copy.end_lineno))
-    return spans
+            blocks.append(CopiedBlock(marker_line, copy.end_lineno, target))
+    return blocks
 
 
 def parse_marker(text: str) -> tuple[str, list[tuple[str, str]]]:

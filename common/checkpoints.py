@@ -9,7 +9,7 @@ where several scripts do it word for word:
   ppo_pendulum_continuous.py
 - restore_agent, args_from_checkpoint: every script
 
-A policy file (`python benchmarks/ship.py export`) is a checkpoint cut down to what --play needs: "script", "args",
+A policy file (`python -m benchmarks.ship export`) is a checkpoint cut down to what --play needs: "script", "args",
 "agent" (the weights and the statistics kept as buffers), "global_step", "source" and "policy": True.
 load_checkpoint reads it; args_from_checkpoint refuses to --resume it.
 

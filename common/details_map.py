@@ -25,12 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common.diff_matrix import between_markers
+from common.lessons import LESSONS, SCRIPTS
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 BEGIN, END = "<!-- details-map:begin -->", "<!-- details-map:end -->"
-SCRIPTS = ("ppo_cartpole.py", "ppo_lunarlander_vec.py", "ppo_pendulum_continuous.py", "ppo_breakout_atari.py",
-           "ppo_mario_cnn.py")
 CP, LL, PD, BO, MA = SCRIPTS
 
 
@@ -46,8 +45,9 @@ NOT_CONTINUOUS = Absent("n/a: discrete actions")
 
 
 def everywhere(needle: str, **other: str | Absent) -> dict[str, str | Absent]:
-    """The same needle in every script, except where `other` (keyed by the script's short name) says otherwise."""
-    short = {"cartpole": CP, "lunarlander": LL, "pendulum": PD, "breakout": BO, "mario": MA}
+    """The same needle in every script, except where `other` (keyed by the script's short name: cartpole,
+    lunarlander, ...) says otherwise."""
+    short = {lesson.name.split("_")[0]: lesson.script for lesson in LESSONS}
     return {script: needle for script in SCRIPTS} | {short[name]: value for name, value in other.items()}
 
 
@@ -139,8 +139,7 @@ def cell(script: str, entry: str | Absent, root: Path = ROOT) -> str:
 
 
 def table(root: Path = ROOT) -> str:
-    names = [script[len("ppo_"):-len(".py")] for script in SCRIPTS]
-    lines = ["| group | detail | " + " | ".join(f"`{name}`" for name in names) + " |",
+    lines = ["| group | detail | " + " | ".join(f"`{lesson.name}`" for lesson in LESSONS) + " |",
              "|---|---|" + "---|" * len(SCRIPTS)]
     for group, detail, entries in DETAILS:
         cells = [cell(script, entries[script], root) for script in SCRIPTS]

@@ -23,8 +23,8 @@ Usage::
     python -m common.diff_matrix --check    # exit 1 when a neighbouring pair is over its bound
     python -m common.diff_matrix --write    # also rewrite the matrix in README.md (between its diff-matrix markers)
 
-``NEIGHBOURS`` below holds the neighbouring pairs (the diffs the README walks through, each script against the one
-its docstring says it differs from) with their bounds on the code-only figure. The aim is ``AIMS``: 100 changed
+``common.lessons.NEIGHBOURS`` holds the neighbouring pairs (the diffs the README walks through, each script against
+the one its docstring says it differs from) with their bounds on the code-only figure. The aim is ``AIMS``: 100 changed
 lines of code for the MLP pairs, 150 for the pair into the pixel lessons and the one between them (CleanRL's
 ppo.py -> ppo_atari.py is 56 lines of code). Each bound is the pair's count when it was last measured: a ratchet
 that may only come down as the scripts converge (tests/test_diff_matrix.py fails when a pair grows past it).
@@ -43,30 +43,12 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
-from common.check_copies import copied_spans
+from common.check_copies import copied_blocks
+from common.lessons import LESSONS, NEIGHBOURS
 
 ROOT = Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- diff-matrix:begin -->", "<!-- diff-matrix:end -->"
-# (from, to): bound on the changed lines of code outside copied blocks, measured 2026-11-30 after the restructuring
-# of issue 16 (plumbing shared as checked copies, train() folded), then 2026-12-01 (issue 25): the one env train()
-# makes for the spaces is now closed (`with make_env(args) as env:`, +1 line from CartPole), and Pendulum's agent
-# takes no clip with --no-norm-obs (+2), while Breakout -> Mario came down; then (issue 27) Pendulum's make_env tells
-# MuJoCo to draw through EGL when it records video (+1), so that a shipped Hopper plays with --capture-video where
-# there is no display; then (issue 28) Mario scales a rollout's frames once per update (Agent.inputs), reads the
-# clip fractions once at the log and can end a run at --target-flag-rate (+23); then Breakout took Agent.inputs
-# too (its whole batch converted once per update, not each minibatch in every epoch: pure speed, the same run bit
-# for bit), which moves 6 lines from Breakout -> Mario (254 -> 248) to LunarLander -> Breakout (181 -> 187); the
-# clip fractions' single read stayed Mario's own (in Breakout's 16 minibatches an update it saves nothing, and
-# LunarLander -> Breakout would grow by 6 for it); then Mario's settings were chosen in 250k-step runs (issue 28:
-# the learning rates constant, and lambda's comment says why it stays Breakout's), +2. Where a bound is above its aim,
-# README's pair heading and benchmarks/README.md say what the rest of that diff is.
-NEIGHBOURS = {
-    ("ppo_cartpole.py", "ppo_lunarlander_vec.py"): 109,
-    ("ppo_lunarlander_vec.py", "ppo_pendulum_continuous.py"): 161,
-    ("ppo_lunarlander_vec.py", "ppo_breakout_atari.py"): 187,
-    ("ppo_breakout_atari.py", "ppo_mario_cnn.py"): 250,
-}
-AIMS = {pair: 100 for pair in list(NEIGHBOURS)[:2]} | {pair: 150 for pair in list(NEIGHBOURS)[2:]}
+AIMS = {(lesson.neighbour, lesson.script): 150 if lesson.pixels else 100 for lesson in LESSONS if lesson.neighbour}
 
 
 @dataclass
@@ -77,10 +59,6 @@ class Count:
 
     def __str__(self) -> str:
         return f"{self.outside} ({self.inside}) / {self.code}"
-
-
-def _in_spans(line: int, spans: list[tuple[int, int]]) -> bool:
-    return any(first <= line <= last for first, last in spans)
 
 
 def code_lines(source: str) -> list[tuple[int, str]]:
@@ -99,16 +77,17 @@ def code_lines(source: str) -> list[tuple[int, str]]:
     return [(n, line.rstrip()) for n, line in enumerate(lines, start=1) if n not in prose and line.strip()]
 
 
-def _diff(a_lines: list[tuple[int, str]], b_lines: list[tuple[int, str]], a_spans, b_spans) -> Count:
-    """Changed lines between two lists of (line number, text), split by the line numbers' copied blocks."""
+def _diff(a_lines: list[tuple[int, str]], b_lines: list[tuple[int, str]], a_copied: set, b_copied: set) -> Count:
+    """Changed lines between two lists of (line number, text), split by whether their line numbers lie in copied
+    blocks (a_copied, b_copied)."""
     count = Count(0, 0)
     matcher = difflib.SequenceMatcher(None, [t for _, t in a_lines], [t for _, t in b_lines], autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             continue
-        changed = [(n, a_spans) for n, _ in a_lines[i1:i2]] + [(n, b_spans) for n, _ in b_lines[j1:j2]]
-        for line, spans in changed:  # removed from a, then added in b
-            if _in_spans(line, spans):
+        changed = [(n, a_copied) for n, _ in a_lines[i1:i2]] + [(n, b_copied) for n, _ in b_lines[j1:j2]]
+        for line, copied in changed:  # removed from a, then added in b
+            if line in copied:
                 count.inside += 1
             else:
                 count.outside += 1
@@ -119,11 +98,12 @@ def count_changes(a: Path, b: Path) -> Count:
     """The lines `diff a b` removes and adds, split by whether they sit in a copied block, and the code-only
     count outside copied blocks (see code_lines)."""
     a_text, b_text = a.read_text(), b.read_text()
-    a_spans, b_spans = copied_spans(a), copied_spans(b)
+    a_copied, b_copied = ({n for block in copied_blocks(text) for n in range(block.first, block.last + 1)}
+                          for text in (a_text, b_text))
     every_a = [(n, line.rstrip()) for n, line in enumerate(a_text.splitlines(), start=1)]
     every_b = [(n, line.rstrip()) for n, line in enumerate(b_text.splitlines(), start=1)]
-    count = _diff(every_a, every_b, a_spans, b_spans)
-    count.code = _diff(code_lines(a_text), code_lines(b_text), a_spans, b_spans).outside
+    count = _diff(every_a, every_b, a_copied, b_copied)
+    count.code = _diff(code_lines(a_text), code_lines(b_text), a_copied, b_copied).outside
     return count
 
 
@@ -148,6 +128,15 @@ def between_markers(text: str, begin: str, end: str, body: str) -> str | None:
     if begin not in text or end not in text:
         return None
     return text[:text.index(begin) + len(begin)] + "\n" + body + "\n" + text[text.index(end):]
+
+
+def marked(text: str, name: str) -> str | None:
+    """What lies between the marker lines ``<!-- name:begin -->`` and ``<!-- name:end -->`` of `text`, or None when
+    a marker is missing: how the site finds the parts of README.md it shows (``results``, ``pairs``)."""
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    if begin not in text or end not in text:
+        return None
+    return text[text.index(begin) + len(begin):text.index(end)]
 
 
 def markdown(scripts: list[str], counts: dict[tuple[str, str], Count]) -> str:

@@ -18,12 +18,13 @@ import sys
 import time
 from pathlib import Path
 
+from common.lessons import SCRIPTS
 from render import diffs
 from render.equations import typeset, vendor
 from render.html import pygments_css
 from render.index import benchmarks_page, index_page
 from render.lesson import lesson_page
-from render.source import ROOT, SCRIPTS, read_lesson
+from render.source import ROOT, read_lesson
 
 STATIC = Path(__file__).resolve().parent / "static"
 

@@ -1,4 +1,4 @@
-"""The neighbour diffs: a page per pair of ``common.diff_matrix.NEIGHBOURS``, and the model the terminal diff
+"""The neighbour diffs: a page per pair of ``common.lessons.NEIGHBOURS``, and the model the terminal diff
 (``python -m render.diff``) prints from.
 
 The diff is difflib's, as ``common.diff_matrix`` takes it: ``SequenceMatcher(None, a, b, autojunk=False)`` over the
@@ -28,15 +28,15 @@ import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 
-from common.diff_matrix import NEIGHBOURS, code_lines
+from common.check_copies import CopiedBlock
+from common.diff_matrix import code_lines, marked
+from common.lessons import NEIGHBOURS
 from render.html import esc, page, pygments_css
-from render.source import ROOT, Copy, Lesson, read_lesson
+from render.source import Lesson, read_lesson
 
 CONTEXT = 3  # unchanged lines shown around a change; longer unchanged runs fold
 SIMILAR = 0.6  # two lines of a replace stand side by side, characters marked, from this difflib ratio
-README_SECTION = "## Comparing the variants"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -100,10 +100,6 @@ class Hunk:
     pieces: list[Piece] = field(default_factory=list)
 
     @property
-    def opcode(self) -> tuple[str, int, int, int, int]:
-        return (self.tag, self.i1, self.i2, self.j1, self.j2)
-
-    @property
     def kind(self) -> str:
         """'copied' (every piece folded in a copied block), 'prose' (prose-only) or 'code'."""
         if all(p.copied for p in self.pieces):
@@ -130,8 +126,8 @@ class Fold:
 
     key: int
     items: list  # Piece | Same
-    blocks_a: list[Copy]
-    blocks_b: list[Copy]
+    blocks_a: list[CopiedBlock]
+    blocks_b: list[CopiedBlock]
     number: int = 0
 
     @property
@@ -510,22 +506,12 @@ class ReadmePair:
     heading: str  # the paragraph's markdown, "**`a` -> `b`** (...): what the variant brings."
     items: list[str]  # each bullet's markdown, continuation lines joined
 
-    @property
-    def description(self) -> str:
-        """The heading's text after its figures: "vectorized envs and a split actor-critic"."""
-        text = re.sub(r"^\*\*.*?\*\*\s*(\([^)]*\))?:?\s*", "", " ".join(self.heading.split()))
-        return text.rstrip(".")
-
 
 def readme_pairs(readme: str) -> dict[tuple[str, str], ReadmePair]:
-    """README's list for each pair, under its "Comparing the variants" section."""
-    if README_SECTION not in readme:
-        return {}
-    section = readme[readme.index(README_SECTION):]
-    section = section[:section.find("\n## ", 1)] if "\n## " in section[1:] else section
+    """README's list for each pair: what lies between its ``<!-- pairs:begin -->`` and ``<!-- pairs:end -->``."""
     found: dict[tuple[str, str], ReadmePair] = {}
     current = None
-    for line in section.splitlines():
+    for line in (marked(readme, "pairs") or "").splitlines():
         head = re.match(r"^\*\*`(ppo_\w+\.py)` -> `(ppo_\w+\.py)`\*\*", line)
         if head:
             current = found[head.group(1), head.group(2)] = ReadmePair(line, [])
@@ -644,26 +630,7 @@ def page_name(a: str, b: str) -> str:
     return f"{Path(a).stem}--{Path(b).stem}.html"
 
 
-class DiffPage(NamedTuple):
-    pair: tuple[str, str]
-    href: str  # from the site's root: diffs/<a stem>--<b stem>.html
-    title: str  # one line: "ppo_a.py -> ppo_b.py: what the variant brings"
-
-
-def diff_pages(root: Path) -> list[DiffPage]:
-    """The pair pages, for the index: pair, link from the site's root and a one-line title."""
-    readme = (root / "README.md").read_text(encoding="utf-8") if (root / "README.md").is_file() else ""
-    pairs = readme_pairs(readme)
-    out = []
-    for a, b in NEIGHBOURS:
-        title = f"{a} -> {b}"
-        if (a, b) in pairs and pairs[a, b].description:
-            title += f": {pairs[a, b].description}"
-        out.append(DiffPage((a, b), f"diffs/{page_name(a, b)}", title))
-    return out
-
-
-def pair_pages(root: Path = ROOT) -> list[tuple[str, str, str]]:
+def pair_pages() -> list[tuple[str, str, str]]:
     """(from script, to script, href from the site's root) of every neighbour pair's page."""
     return [(a, b, f"diffs/{page_name(a, b)}") for a, b in NEIGHBOURS]
 
@@ -866,6 +833,5 @@ def build_diff_pages(out: Path, root: Path) -> list[Path]:
     return written
 
 
-__all__ = ["Row", "Piece", "Hunk", "Same", "Fold", "PairDiff", "DiffPage", "ReadmePair", "diff_lessons",
-           "diff_files", "opcodes", "char_changes", "readme_pairs", "item_target", "render_pair", "page_name",
-           "diff_pages", "pair_pages", "build_diff_pages"]
+__all__ = ["Row", "Piece", "Hunk", "Same", "Fold", "PairDiff", "ReadmePair", "diff_lessons", "diff_files", "opcodes",
+           "char_changes", "readme_pairs", "item_target", "render_pair", "page_name", "pair_pages", "build_diff_pages"]

@@ -83,13 +83,13 @@ def install_katex() -> None:
         raise RuntimeError(f"npm ci in {KATEX} failed: {(done.stderr.strip().splitlines() or [''])[-1]}")
 
 
-def typeset(keys: list[str] | None = None) -> dict[str, str]:
-    """{key: KaTeX's HTML} for the equations (all of them by default), typeset by Node.js in one call."""
+def typeset() -> dict[str, str]:
+    """{key: KaTeX's HTML} for every equation, typeset by Node.js in one call."""
     node = shutil.which("node")
     if node is None:
         raise RuntimeError("the site's math is typeset by KaTeX under Node.js: install Node.js (node) first")
     install_katex()
-    tex = {key: EQUATIONS[key].tex for key in (keys or list(EQUATIONS))}
+    tex = {key: equation.tex for key, equation in EQUATIONS.items()}
     done = subprocess.run([node, str(KATEX / "render.js")], input=json.dumps(tex), capture_output=True, text=True,
                           cwd=KATEX)
     if done.returncode != 0:

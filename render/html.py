@@ -14,7 +14,7 @@ def esc(text: str) -> str:
     return html.escape(text, quote=True)
 
 
-def page(title: str, body: str, depth: int, katex: bool = False, nav: str = "", extra_css: tuple[str, ...] = ()) -> str:
+def page(title: str, body: str, depth: int, katex: bool = False, extra_css: tuple[str, ...] = ()) -> str:
     """A whole HTML document. `depth` is how many folders below the site's root the page sits (0 or 1): its links
     to the assets go up that many levels. KaTeX's stylesheet (vendored, with its fonts) only where math is; extra_css:
     more stylesheets of render/static/ (copied to assets/ by the build)."""
@@ -33,7 +33,7 @@ def page(title: str, body: str, depth: int, katex: bool = False, nav: str = "", 
         *css,
         "</head>",
         "<body>",
-        f'<header class="top"><a href="{up}index.html">{SITE_TITLE}</a>{nav}</header>',
+        f'<header class="top"><a href="{up}index.html">{SITE_TITLE}</a></header>',
         f"<main>{body}</main>",
         "</body>",
         "</html>",

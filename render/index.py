@@ -1,8 +1,9 @@
 """The index page (the reading path, the results with their curves, the implementation-details map linking into
 the lesson pages) and the benchmark record's page, both from the files that hold them: the scripts' docstrings,
-README.md's results section, common.details_map's table and benchmarks/README.md. Links between repository files
-become links between pages: a script's `ppo_x.py#L12` goes to `lessons/ppo_x.html#L12`, `benchmarks/README.md#a`
-to `benchmarks.html#a`; any other file of the repository is copied under raw/ and linked there."""
+README.md's results (between its `<!-- results:begin -->` and `<!-- results:end -->`), common.details_map's table
+and benchmarks/README.md. Links between repository files become links between pages: a script's `ppo_x.py#L12`
+goes to `lessons/ppo_x.html#L12`, `benchmarks/README.md#a` to `benchmarks.html#a`; any other file of the
+repository is copied under raw/ and linked there."""
 
 from __future__ import annotations
 
@@ -12,11 +13,14 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from common import details_map
+from common.diff_matrix import marked
+from common.lessons import SCRIPTS
 from render.html import esc, page
 from render.lesson import markdown_without_html
-from render.source import SCRIPTS, one_line_lesson, read_lesson, usage_command
+from render.source import one_line_lesson, read_lesson, usage_command
 
 _LINK = re.compile(r"(!?\[[^\]]*\])\(([^)\s]+)\)")
+_COMMENT_LINE = re.compile(r"^<!--.*-->[ \t]*\n", re.M)  # a marker line, <!-- table1:begin -->: GitHub hides it
 
 
 def github_slug(text: str) -> str:
@@ -80,23 +84,16 @@ class Links:
         (self.out / "raw" / relative / "index.html").write_text(listing)
         return f"raw/{relative}/index.html"
 
-    def markdown(self, text: str, base: Path, up: str = "") -> str:
-        """`text` (Markdown from a file in `base`) with its links rewritten; `up` prefixes them for a page below
-        the root."""
-        return _LINK.sub(lambda m: f"{m.group(1)}({up}{self.href(m.group(2), base)})"
+    def markdown(self, text: str, base: Path) -> str:
+        """`text` (Markdown from a file in `base`) with its links rewritten."""
+        return _LINK.sub(lambda m: f"{m.group(1)}({self.href(m.group(2), base)})"
                          if not m.group(2).startswith("#") else m.group(0), text)
 
 
-def readme_section(readme: str, title: str) -> str:
-    """The body of README's `## title` section, up to the next `## ` heading."""
-    start = readme.index(f"## {title}\n") + len(f"## {title}\n")
-    end = readme.find("\n## ", start)
-    return readme[start:end if end != -1 else len(readme)]
-
-
 def render_table_markdown(text: str) -> str:
-    """Markdown with tables (README's results and the details map)."""
-    return markdown_without_html(["tables", "fenced_code"]).convert(text)
+    """Markdown with tables (README's results, the details map, benchmarks/README.md), its comment lines left out
+    (the converter takes no raw HTML, so they would show as text)."""
+    return markdown_without_html(["tables", "fenced_code"]).convert(_COMMENT_LINE.sub("", text))
 
 
 def index_page(root: Path, out: Path, diff_pages: list[tuple[str, str, str]]) -> str:
@@ -110,8 +107,10 @@ def index_page(root: Path, out: Path, diff_pages: list[tuple[str, str, str]]) ->
                     f"{esc(one_line_lesson(lesson))} <code>{esc(usage_command(lesson))}</code> {diffs}</li>")
     pairs = "".join(f'<li><a href="{esc(href)}"><code>{esc(a)}</code> -&gt; <code>{esc(b)}</code></a></li>'
                     for a, b, href in diff_pages)
-    readme = (root / "README.md").read_text()
-    results = links.markdown(readme_section(readme, "Results at a glance"), root)
+    results = marked((root / "README.md").read_text(), "results")
+    if results is None:
+        raise RuntimeError("README.md has no <!-- results:begin --> ... <!-- results:end --> around its results")
+    results = links.markdown(results, root)
     details = links.markdown(details_map.table(root), root)
     body = (
         "<h1>Learn, run and compare PPO</h1>"

@@ -24,9 +24,10 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
+from common.check_copies import CopiedBlock
 from render.equations import EQUATIONS, cited
 from render.html import esc, page
-from render.source import Copy, Lesson, carriers
+from render.source import Lesson, carriers
 
 _INLINE_HEADING = re.compile(r"^-{3}\s+(.*?)\s*-*$")  # "# --- Rollout: ... -----" inside train()
 
@@ -218,7 +219,7 @@ def row_html(lesson: Lesson, row: Row, highlighted: list[str], typeset: dict[str
 # ---------------------------------------------------------------------------------------------------------
 
 
-def copy_summary(lesson: Lesson, copy: Copy) -> str:
+def copy_summary(lesson: Lesson, copy: CopiedBlock) -> str:
     others = [script for script in carriers(copy.target) if script != lesson.name]
     lessons = ", ".join(f'<a href="{s[:-3]}.html">{s}</a>' for s in others)
     shared = f"the same copy in {lessons}" if others else "no other lesson carries it"

@@ -17,31 +17,12 @@ import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common.check_copies import MARKER, _marker_comments, parse_marker
+from common.check_copies import CopiedBlock, copied_blocks
+from common.lessons import SCRIPTS
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPTS = ("ppo_cartpole.py", "ppo_lunarlander_vec.py", "ppo_pendulum_continuous.py", "ppo_breakout_atari.py",
-           "ppo_mario_cnn.py")
 BANNER = re.compile(r"^# -{20,}$")  # a section banner: a title line between two of these
 FENCE = re.compile(r"^# ={20,}$")  # the plumbing fence: its text between two of these
-
-
-@dataclass
-class Copy:
-    """A checked copy: lines first..last (the marker comment to the end of the definition below it)."""
-
-    first: int
-    last: int
-    target: str  # e.g. common.ppo.compute_gae
-    marker: str  # the marker comment's text after '#'
-
-    @property
-    def module(self) -> str:  # the file holding the original, e.g. common/ppo.py
-        return "/".join(self.target.split(".")[:-1]) + ".py"
-
-    @property
-    def name(self) -> str:
-        return self.target.split(".")[-1]
 
 
 @dataclass
@@ -52,16 +33,13 @@ class Lesson:
     lines: list[str]  # without their newlines
     prose: set[int]  # lines that are prose (see the module docstring)
     docstrings: dict[int, tuple[int, int]]  # first line -> (first, last) of each prose docstring
-    copies: list[Copy]
+    copies: list[CopiedBlock]  # common.check_copies' blocks: first, last, target, module, name
     fence: tuple[int, int] | None  # (first, last) line of the plumbing fence's banner
     sections: list[tuple[int, str]] = field(default_factory=list)  # (line of the title, title)
 
     @property
     def name(self) -> str:
         return self.path.name
-
-    def copy_at(self, line: int) -> Copy | None:
-        return next((c for c in self.copies if c.first <= line <= c.last), None)
 
 
 def _docstring_nodes(tree: ast.Module):
@@ -75,45 +53,15 @@ def _docstring_nodes(tree: ast.Module):
             yield body[0]
 
 
-def comment_lines(source: str) -> dict[int, str]:
-    """line -> comment text (with its '#') for every comment that stands on a line of its own."""
-    found = {}
-    for token in tokenize.generate_tokens(io.StringIO(source).readline):
-        if token.type == tokenize.COMMENT and not token.line[: token.start[1]].strip():
-            found[token.start[0]] = token.string
-    return found
-
-
-def trailing_comments(source: str) -> dict[int, str]:
-    """line -> comment text for every comment that follows code on its line."""
-    found = {}
-    for token in tokenize.generate_tokens(io.StringIO(source).readline):
-        if token.type == tokenize.COMMENT and token.line[: token.start[1]].strip():
-            found[token.start[0]] = token.string
-    return found
-
-
 def read_lesson(path: Path) -> Lesson:
     source = path.read_text(encoding="utf-8")
     lines = source.splitlines()
     tree = ast.parse(source)
-    docstrings = {}
-    for node in _docstring_nodes(tree):
-        docstrings[node.lineno] = (node.lineno, node.end_lineno)
-    prose = set(comment_lines(source))
+    docstrings = {node.lineno: (node.lineno, node.end_lineno) for node in _docstring_nodes(tree)}
+    prose = {token.start[0] for token in tokenize.generate_tokens(io.StringIO(source).readline)
+             if token.type == tokenize.COMMENT and not token.line[: token.start[1]].strip()}  # comment lines
     for first, last in docstrings.values():
         prose.update(range(first, last + 1))
-    definitions = {min([n.lineno] + [d.lineno for d in n.decorator_list]): n for n in tree.body
-                   if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))}
-    copies = []
-    for marker_line, text in _marker_comments(source):
-        start = marker_line + 1
-        while start <= len(lines) and not lines[start - 1].strip():
-            start += 1
-        node = definitions.get(start)
-        if node is not None:
-            target, _ = parse_marker(text)
-            copies.append(Copy(marker_line, node.end_lineno, target, lines[marker_line - 1].strip().lstrip("# ")))
     fence = None
     for n in range(1, len(lines) + 1):
         if FENCE.match(lines[n - 1]):
@@ -128,13 +76,13 @@ def read_lesson(path: Path) -> Lesson:
             sections.append((n, lines[n - 1][2:].strip()))
     if fence:
         sections.append((fence[0] + 1, "The plumbing"))
-    return Lesson(path, lines, prose, docstrings, copies, fence, sections)
+    return Lesson(path, lines, prose, docstrings, copied_blocks(source), fence, sections)
 
 
 @functools.lru_cache(maxsize=None)
 def _targets(path: Path, mtime: float) -> frozenset[str]:
     """The targets of the copies in the file at `path` (cached per modification time: a build reads each once)."""
-    return frozenset(parse_marker(text)[0] for _, text in _marker_comments(path.read_text(encoding="utf-8")))
+    return frozenset(block.target for block in copied_blocks(path.read_text(encoding="utf-8")))
 
 
 def carriers(target: str, root: Path = ROOT) -> list[str]:
@@ -155,4 +103,4 @@ def usage_command(lesson: Lesson) -> str:
     return doc[start + 1].split("#")[0].strip()
 
 
-__all__ = ["Copy", "Lesson", "read_lesson", "carriers", "comment_lines", "trailing_comments", "SCRIPTS", "MARKER"]
+__all__ = ["Lesson", "read_lesson", "carriers", "ROOT"]

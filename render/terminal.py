@@ -21,9 +21,9 @@ import os
 import sys
 from pathlib import Path
 
-from common.diff_matrix import NEIGHBOURS
+from common.lessons import NEIGHBOURS, SCRIPTS
 from render.diffs import CONTEXT, Fold, PairDiff, Piece, Same, char_changes, diff_files
-from render.source import ROOT, SCRIPTS
+from render.source import ROOT
 
 RED, GREEN, CYAN, YELLOW, DIM, RESET = "\x1b[31m", "\x1b[32m", "\x1b[36m", "\x1b[33m", "\x1b[2m", "\x1b[0m"
 REVERSE, NO_REVERSE = "\x1b[7m", "\x1b[27m"
@@ -74,7 +74,6 @@ class _Printer:
 
     def line(self, mark: str, a: int | None, b: int | None, text: str, marks=(), prose=False) -> None:
         if self.color and marks:
-            base = RED if mark == "-" else GREEN
             pieces, pos = [], 0
             for start, end in marks:
                 pieces += [text[pos:start], REVERSE + text[start:end] + NO_REVERSE]

@@ -24,9 +24,9 @@ there (test_the_base_command_line_passes_validation), so a refusal is the bad va
 
 import dataclasses
 import errno
+import importlib
 import os
 import shutil
-import sys
 import types
 import typing
 from pathlib import Path
@@ -35,14 +35,10 @@ import pytest
 import torch
 import tyro
 
-import ppo_breakout_atari
-import ppo_cartpole
-import ppo_lunarlander_vec
-import ppo_mario_cnn
-import ppo_pendulum_continuous
+from common import lessons
 from conftest import SCHEDULE, run_main
 
-MODULES = [ppo_cartpole, ppo_lunarlander_vec, ppo_pendulum_continuous, ppo_breakout_atari, ppo_mario_cnn]
+MODULES = [importlib.import_module(name) for name in lessons.MODULES]
 TINY_VECTOR = {"--num-envs": "2", "--num-steps": "16", "--minibatch-size": "16", "--total-timesteps": "64"}
 # Valid command lines on cheap envs (conftest's counting envs for the MLP scripts); each case changes one flag.
 BASE = {
@@ -170,11 +166,11 @@ def cases(ppo) -> list[tuple[str, str, bool]]:
 def checkpoint(ppo, script: str = None) -> dict:
     """A checkpoint of `ppo` (tiny weights) that its base command line can --resume or --play, claiming to be
     `script`'s if given."""
-    optimizer_key = "optimizers" if ppo is ppo_mario_cnn else "optimizer"
+    optimizer_key = "optimizers" if ppo.__name__ == "ppo_mario_cnn" else "optimizer"
     ckpt = {"script": script or ppo.SCRIPT, "args": dataclasses.asdict(tyro.cli(ppo.Args, args=command_line(ppo, {}))),
             "agent": {"weight": torch.zeros(2000)}, optimizer_key: {}, "global_step": 0, "iteration": 0,
             "schedule": SCHEDULE, "rng": {}}
-    if ppo is ppo_pendulum_continuous:  # its reward statistics and KL penalty's beta too
+    if ppo.__name__ == "ppo_pendulum_continuous":  # its reward statistics and KL penalty's beta too
         ckpt.update(reward_scaler={}, kl_beta=1.0)
     return ckpt
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from common.check_copies import find_problems, main
+from common.check_copies import CopiedBlock, copied_blocks, find_problems, main
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -319,6 +319,21 @@ def test_command_line(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "rewrote copy of common.wrappers.SkipFrame" in result.stdout
     assert "checked 2 scripts, 2 copies: all in sync" in result.stdout
+
+
+def test_copied_blocks_run_from_the_marker_to_the_end_of_the_definition():
+    """The blocks common.diff_matrix and the site read: only well-formed markers directly above a top-level
+    definition make one (the checker reports the others)."""
+    text = script(
+        "# Copied from common.wrappers.FrameConfig\n" + FRAME_CONFIG,  # decorated: the block starts at the marker
+        "# Copied from common.wrappers.scale_reward\n\n" + SCALE_REWARD,
+        "# Copied from common.wrappers.Nope and then some\n" + SCALE_REWARD,  # malformed
+        '"""# Copied from common.wrappers.Nope"""\n# Copied from common.wrappers.scale_reward\nx = 1\n',
+    )
+    first, second = line_of(text, "FrameConfig"), line_of(text, "common.wrappers.scale_reward")
+    assert copied_blocks(text) == [CopiedBlock(first, first + 4, "common.wrappers.FrameConfig"),
+                                   CopiedBlock(second, second + 4, "common.wrappers.scale_reward")]
+    assert (copied_blocks(text)[1].module, copied_blocks(text)[1].name) == ("common/wrappers.py", "scale_reward")
 
 
 def test_real_repository_is_in_sync(capsys):

@@ -7,12 +7,14 @@ import io
 import pytest
 import torch
 
-MODULES = ["ppo_cartpole", "ppo_lunarlander_vec", "ppo_pendulum_continuous", "ppo_breakout_atari", "ppo_mario_cnn"]
+from common.lessons import LESSONS, MODULES
+
+PIXELS = {lesson.module for lesson in LESSONS if lesson.pixels}
 
 
 def save(ppo, path, global_step):
     """Save a small checkpoint at `global_step` through the script's own save_checkpoint."""
-    if ppo.__name__ in ("ppo_breakout_atari", "ppo_mario_cnn"):  # save_checkpoint(path, state): a dict they made
+    if ppo.__name__ in PIXELS:  # save_checkpoint(path, state): a dict they made
         ppo.save_checkpoint(str(path), {"script": ppo.SCRIPT, "global_step": global_step,
                                         "weights": torch.arange(100_000.0)})
         return
@@ -49,5 +51,5 @@ def test_a_write_that_dies_midway_leaves_the_last_checkpoint_whole(script, tmp_p
     monkeypatch.undo()
     # The checkpoint is still the last complete one, readable through the script's own loader.
     assert torch.load(path, weights_only=True)["global_step"] == 100
-    if script not in ("ppo_breakout_atari", "ppo_mario_cnn"):  # (their test state is not a full checkpoint)
+    if script not in PIXELS:  # (their test state is not a full checkpoint)
         assert ppo.load_checkpoint(str(path))["global_step"] == 100

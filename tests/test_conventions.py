@@ -1,13 +1,13 @@
-"""Conventions every script of the library shares (DEVELOPERS.md, STYLE.md), checked on every ppo_*.py, so a
-new script is held to them the day it lands."""
+"""Conventions every script of the library shares (DEVELOPERS.md, STYLE.md), checked on every ppo_*.py (each one
+listed in common/lessons.py, the first test holds), so a new script is held to them the day it lands."""
 
 import ast
 
 import pytest
 
+from common.lessons import LESSONS, SCRIPTS
 from conftest import CLEANRL_TAGS, ROOT, run_script
 
-SCRIPTS = sorted(path.name for path in ROOT.glob("ppo_*.py"))
 COMMON_FLAGS = ["--env-id", "--total-timesteps", "--seed", "--capture-video", "--cuda", "--no-cuda", "--resume",
                 "--play", "--episodes", "--checkpoint-every"]
 
@@ -24,8 +24,17 @@ def args_fields(tree: ast.Module) -> list[tuple[ast.AnnAssign, ast.stmt | None]]
             for i, node in enumerate(body) if isinstance(node, ast.AnnAssign)]
 
 
-def test_there_are_scripts():
-    assert "ppo_cartpole.py" in SCRIPTS
+def test_the_lessons_list_is_the_scripts_on_disk():
+    """common/lessons.py lists every ppo_*.py once, in an order a reader can follow (each lesson after the neighbour
+    it is diffed against; only the first has none), each with the env its Args trains on by default."""
+    assert sorted(SCRIPTS) == sorted(path.name for path in ROOT.glob("ppo_*.py"))
+    assert len(set(SCRIPTS)) == len(SCRIPTS)
+    assert LESSONS[0].neighbour is None
+    for k, lesson in enumerate(LESSONS[1:], start=1):
+        assert lesson.neighbour in SCRIPTS[:k], f"{lesson.script} comes before its neighbour {lesson.neighbour}"
+    for lesson in LESSONS:
+        (env_id,) = [field.value.value for field, _ in args_fields(parse(lesson.script)) if field.target.id == "env_id"]
+        assert lesson.env_id == env_id, lesson.script
 
 
 @pytest.mark.parametrize("script", SCRIPTS)

@@ -1,13 +1,13 @@
-"""common/diff_matrix.py: changed lines counted by hand on small files, copied blocks found by their markers, and
-the repository's neighbouring pairs within their bounds."""
+"""common/diff_matrix.py: changed lines counted by hand on small files, copied blocks (common.check_copies') set
+apart, and the repository's neighbouring pairs (common/lessons.py) within their bounds."""
 
 import shutil
 from pathlib import Path
 
 import pytest
 
-from common.check_copies import copied_spans
-from common.diff_matrix import NEIGHBOURS, Count, code_lines, count_changes, gnu_diff_count, main, matrix
+from common.diff_matrix import Count, code_lines, count_changes, gnu_diff_count, main, marked, matrix
+from common.lessons import NEIGHBOURS
 from conftest import ROOT
 
 A = '''import os
@@ -25,12 +25,6 @@ def main():
 '''
 # B: one line changed inside the copied block, one changed and one added outside it.
 B = A.replace("return 1", "return 2").replace('print("a")', 'print("b")\n    print("more")')
-
-
-def test_copied_spans_run_from_the_marker_to_the_end_of_the_definition(tmp_path: Path):
-    path = tmp_path / "a.py"
-    path.write_text(A + "\n# Copied from nowhere, not above a definition\nx = 1\n")
-    assert copied_spans(path) == [(4, 7)]
 
 
 def test_changed_lines_by_hand(tmp_path: Path):
@@ -142,3 +136,9 @@ def test_gnu_diff_count_counts_the_lines_diff_removes_and_adds(tmp_path: Path):
     (tmp_path / "b.py").write_text(B)
     # "return 1" -> "return 2" (1 removed, 1 added), 'print("a")' -> two lines (1 removed, 2 added)
     assert gnu_diff_count(tmp_path / "a.py", tmp_path / "b.py") == 5
+
+
+def test_marked_reads_what_lies_between_a_pair_of_markers():
+    text = "intro\n<!-- part:begin -->\nbody\n<!-- part:end -->\nrest\n"
+    assert marked(text, "part") == "\nbody\n"
+    assert marked(text, "other") is None and marked(text.replace("<!-- part:end -->", ""), "part") is None

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
+from common.lessons import SCRIPTS
 from conftest import ROOT
 
-SCRIPTS = sorted(path.name for path in ROOT.glob("ppo_*.py"))
 # Shared flags whose help may differ between scripts, and why. The rest must read the same everywhere: what a
 # script's own default rests on (Table 5, [UV], ...) goes in a comment beside the field, not into --help.
 DIFFERS = {

@@ -15,10 +15,10 @@ import ast
 import pytest
 
 from common.diff_matrix import code_lines
+from common.lessons import LESSONS, SCRIPTS
 from conftest import ROOT
 
-MLP = ["ppo_cartpole.py", "ppo_lunarlander_vec.py", "ppo_pendulum_continuous.py"]
-CNN = ["ppo_breakout_atari.py", "ppo_mario_cnn.py"]
+MLP = [lesson.script for lesson in LESSONS if not lesson.pixels]
 # The one exception to the bars: Pendulum's train() holds two more objectives (L^KLPEN with its adaptive beta, and
 # L^CPI), the exact KL after each update and the observation and reward normalization, all of them its lesson;
 # folding them into calls would hide what the script is there to teach (98 code lines when this was written).
@@ -41,7 +41,7 @@ def top_level(script: str) -> tuple[str, list[str], dict[str, ast.AST]]:
                                           if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
 
 
-@pytest.mark.parametrize("script", MLP + CNN)
+@pytest.mark.parametrize("script", SCRIPTS)
 def test_the_training_loop_starts_in_the_first_60_percent(script):
     _, lines, defs = top_level(script)
     train = defs["train"]
@@ -50,7 +50,7 @@ def test_the_training_loop_starts_in_the_first_60_percent(script):
     assert loop / len(lines) <= 0.60, f"{script}: the training loop starts at line {loop} of {len(lines)}"
 
 
-@pytest.mark.parametrize("script", MLP + CNN)
+@pytest.mark.parametrize("script", SCRIPTS)
 def test_train_is_short(script):
     source, _, defs = top_level(script)
     train = defs["train"]
@@ -59,7 +59,7 @@ def test_train_is_short(script):
     assert count <= bound, f"{script}: train() is {count} code lines, more than {bound}"
 
 
-@pytest.mark.parametrize("script", MLP + CNN)
+@pytest.mark.parametrize("script", SCRIPTS)
 def test_args_put_the_hyperparameters_before_the_running_flags(script):
     _, _, defs = top_level(script)
     fields = [node.target.id for node in defs["Args"].body if isinstance(node, ast.AnnAssign)]
@@ -69,7 +69,7 @@ def test_args_put_the_hyperparameters_before_the_running_flags(script):
     assert max(ppo) < min(run), f"{script}: Args mixes run flags into the PPO hyperparameters: {fields}"
 
 
-@pytest.mark.parametrize("script", MLP + CNN)
+@pytest.mark.parametrize("script", SCRIPTS)
 def test_plumbing_is_fenced_off_below_train_and_main_is_last(script):
     source, lines, defs = top_level(script)
     train = defs["train"]

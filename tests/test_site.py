@@ -9,8 +9,9 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
+from common.lessons import SCRIPTS
 from render import equations
-from render.source import SCRIPTS, read_lesson
+from render.source import read_lesson
 from tests.conftest import ROOT
 from tests.site_pages import parse, words
 

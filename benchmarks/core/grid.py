@@ -22,6 +22,9 @@ from benchmarks.core import launch, runs
 
 @dataclass(frozen=True, order=True)
 class Cell:
+    """One run of a study: a lesson (its file name), the env it trains on, a setting's name, a seed."""
+
+    script: str
     task: str
     setting: str
     seed: int
@@ -29,12 +32,11 @@ class Cell:
 
 @dataclass
 class Study:
-    """What a grid runs: `script` on the cells, each with `flags` and its setting's flags, for `total_timesteps`
-    env steps, named `--exp-name <name>-<setting>` and run in `runs_dir` (its runs/ folder receives the runs and
-    runs/<name>-logs/ their console output)."""
+    """What a grid runs: each cell's script on its task with `flags` and its setting's flags (`settings`), for
+    `total_timesteps` env steps, named `--exp-name <name>-<setting>` and run in `runs_dir` (its runs/ folder
+    receives the runs and runs/<name>-logs/ their console output)."""
 
     name: str
-    script: str
     settings: dict[str, list[str]]
     flags: list[str] = field(default_factory=list)
     total_timesteps: int = 1_000_000
@@ -45,7 +47,7 @@ class Study:
 
     def command(self, cell: Cell) -> list[str]:
         """The command that trains the cell from scratch."""
-        return launch.lesson_command(self.script, [
+        return launch.lesson_command(cell.script, [
             "--env-id", cell.task, "--seed", str(cell.seed), "--exp-name", self.exp_name(cell),
             "--total-timesteps", str(self.total_timesteps), *self.flags, *self.settings[cell.setting]])
 
@@ -69,15 +71,15 @@ class Study:
         if state == "new" and cell in recorded:
             return "done", []  # its run folder is gone (a fresh checkout), its results are recorded
         if state == "partial":
-            return state, launch.lesson_command(self.script, ["--resume", str(folder / "checkpoint.pt"),
+            return state, launch.lesson_command(cell.script, ["--resume", str(folder / "checkpoint.pt"),
                                                               "--total-timesteps", str(self.total_timesteps)])
         return state, [] if state == "done" else self.command(cell)
 
 
-def cells(tasks: list[str], settings: list[str], seeds: list[int]) -> list[Cell]:
-    """Every (task, setting, seed), seed by seed: a grid stopped part-way has all tasks and settings at its
-    first seeds."""
-    return [Cell(task, setting, seed) for seed in seeds for task in tasks for setting in settings]
+def cells(script: str, tasks: list[str], settings: list[str], seeds: list[int]) -> list[Cell]:
+    """Every (task, setting, seed) of one script, seed by seed: a grid stopped part-way has all tasks and
+    settings at its first seeds."""
+    return [Cell(script, task, setting, seed) for seed in seeds for task in tasks for setting in settings]
 
 
 def run(study: Study, todo: list[Cell], jobs: int, recorded: set[Cell] = frozenset(), dry_run: bool = False) -> None:
