@@ -3,19 +3,16 @@ Python wrappers in a SyncVectorEnv, for Breakout's 8 envs: milliseconds per vect
 frames), random actions, the episodes ended and reset as training does. Issue 27's item 4 asked whether the
 native backend pays; this is the measurement behind the answer in benchmarks/README.md.
 
-Usage:
-    python benchmarks/ale_vector_check.py [--steps 500]
+Usage, from the repository root:
+    python -m benchmarks.ale_vector_check [--steps 500]
 """
 
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import tyro
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import ppo_breakout_atari as breakout  # noqa: E402
+import ppo_breakout_atari as breakout
 
 
 def per_step_ms(envs, steps: int, actions: int) -> float:

@@ -14,9 +14,9 @@ For the CNN scripts (Breakout, Mario), in fp32 and in bf16:
 - torchrun: one rank per GPU through torchrun (nccl on CUDA, gloo on the CPU).
 The MLP scripts run a few updates with --cuda (CartPole, LunarLander, Pendulum with both objectives).
 
-Usage
-    python benchmarks/gpu_check.py                          # on CUDA: a few minutes on one GPU
-    python benchmarks/gpu_check.py --device cpu --quick     # the same checks, tiny, on the CPU (the suite runs it)
+Usage, from the repository root:
+    python -m benchmarks.gpu_check                          # on CUDA: a few minutes on one GPU
+    python -m benchmarks.gpu_check --device cpu --quick     # the same checks, tiny, on the CPU (the suite runs it)
 
 Mario needs gym-super-mario-bros. Where it cannot be installed (nes-py 9.x ships wheels for Python 3.13 only,
 and nes-py 8.x breaks under numpy 2), `--fake-nes` (automatic when the import fails) puts a stand-in NES below
@@ -29,16 +29,14 @@ Exit status 1 if any check fails; the table says which.
 from __future__ import annotations
 
 import argparse
-import importlib
-import os
-import subprocess
 import sys
 import tempfile
 import time
 import types
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchmarks.core import launch, runs
+
 CNN = {"breakout": "ppo_breakout_atari", "mario": "ppo_mario_cnn"}
 
 
@@ -106,10 +104,9 @@ def real_nes() -> bool:
 
 
 def import_script(module: str, fake_nes: bool):
-    sys.path.insert(0, str(ROOT))
     if module == "ppo_mario_cnn" and fake_nes:  # (main decides fake_nes once, before any check imports)
         install_fake_nes()
-    return importlib.import_module(module)
+    return launch.import_lesson(module)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -149,24 +146,18 @@ def ratio_at_start(name: str, precision: str, device: str, num_envs: int, num_st
 
 
 def run(script: str, argv: list[str], cwd: Path, fake_nes: bool, torchrun: bool = False) -> tuple[dict, float]:
-    """Train `script` with `argv` in `cwd` (through this file's --run, so that the stand-in NES can go in);
-    return its scalars {tag: [values]} and the wall seconds."""
-    command = [str(Path(__file__).resolve()), "--as-script", script, *(["--fake-nes"] if fake_nes else []), "--", *argv]
-    if torchrun:
-        command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "1", *command]
-    else:
-        command = [sys.executable, *command]
+    """Train `script` with `argv` in `cwd` (through this tool's --as-script, so that the stand-in NES can go in),
+    under torchrun on one rank if asked; return its scalars {tag: [values]} and the wall seconds."""
+    command = launch.python_command("-m", "benchmarks.gpu_check", "--as-script", script,
+                                    *(["--fake-nes"] if fake_nes else []), "--", *argv, torchrun=1 if torchrun else 0)
     start = time.time()
-    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=900)
+    result = launch.run(command, cwd, timeout=900)
     seconds = time.time() - start
     if result.returncode != 0:
         raise RuntimeError(f"{script} {' '.join(argv)} exited {result.returncode}:\n{result.stderr[-3000:]}")
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    (run_dir,) = {p.parent for p in (cwd / "runs").rglob("events.out.tfevents.*")}
-    acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
-    acc.Reload()
-    return {tag: [e.value for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}, seconds
+    (run_dir,) = runs.logged_folders(cwd / "runs")
+    scalars, _ = runs.read_events(run_dir)
+    return {tag: [e.value for e in events] for tag, events in scalars.items()}, seconds
 
 
 LOSSES = ("losses/value_loss", "losses/policy_loss", "losses/entropy", "losses/approx_kl")
@@ -190,9 +181,7 @@ def main() -> int:
 
     if options.as_script:  # one training run, as `python SCRIPT argv` would, with the stand-in NES if asked
         ppo = import_script(options.as_script[: -len(".py")], options.fake_nes)
-        sys.argv = [options.as_script, *options.argv]
-        ppo.main()
-        return 0
+        return launch.run_main(ppo, options.argv)
 
     import torch
 

@@ -11,21 +11,18 @@ Prints:
   stacks, forward, backward and Adam (what the update repeats up to --train-pi-iters + --train-v-iters times), in
   bf16 and in fp32.
 
-Usage:
-    python benchmarks/mario_speed.py [--frames 2000] [--steps 20]
+Usage, from the repository root:
+    python -m benchmarks.mario_speed [--frames 2000] [--steps 20]
 """
 
 import multiprocessing
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 import tyro
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import ppo_mario_cnn as mario  # noqa: E402
+import ppo_mario_cnn as mario
 
 
 def emulator_ms(frames: int) -> float:

@@ -21,8 +21,8 @@ steps, sync):
 A bf16 cosine far closer to 1 than the sampling one says the rounding turns the update less than the choice of
 minibatch does at every step.
 
-Usage:
-    python benchmarks/precision_check.py --checkpoint runs/<run>/checkpoint.pt [--rollouts 4]
+Usage, from the repository root:
+    python -m benchmarks.precision_check --checkpoint runs/<run>/checkpoint.pt [--rollouts 4]
 """
 
 from __future__ import annotations
@@ -30,14 +30,12 @@ from __future__ import annotations
 import dataclasses
 import statistics
 import sys
-from pathlib import Path
 from typing import Optional
 
 import torch
 import tyro
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import ppo_breakout_atari as breakout  # noqa: E402
+import ppo_breakout_atari as breakout
 
 
 @dataclasses.dataclass

@@ -13,9 +13,9 @@ runs are in agents/, beside their GIFs.
 
 Usage, from the repository root:
 
-    python benchmarks/ship.py export runs/<run>/checkpoint.pt agents/cartpole.pt    # the policy file
-    python benchmarks/ship.py gif agents/cartpole.pt agents/cartpole.gif          # its first episode, as a GIF
-    python benchmarks/ship.py gifs                                                 # every agents/*.pt's GIF again
+    python -m benchmarks.ship export runs/<run>/checkpoint.pt agents/cartpole.pt   # the policy file
+    python -m benchmarks.ship gif agents/cartpole.pt agents/cartpole.gif         # its first episode, as a GIF
+    python -m benchmarks.ship gifs                                                # every agents/*.pt's GIF again
     python ppo_cartpole.py --play agents/cartpole.pt --episodes 5 --capture-video  # watch it (MP4s)
 
 `export` writes atomically (a temporary file, then a rename); `--source TEXT` replaces the "source" string it
@@ -56,7 +56,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import importlib
 import io
 import math
 import os
@@ -69,6 +68,8 @@ import gymnasium as gym
 import torch
 import tyro
 from PIL import Image
+
+from benchmarks.core import launch
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENTS = ROOT / "agents"
@@ -96,9 +97,7 @@ def load_script(script: str):
     """The lesson `script` (e.g. "ppo_cartpole.py") as a module, imported from the repository root."""
     if not (ROOT / script).is_file():
         fail(f"{script} is not one of this library's scripts (no {ROOT / script})")
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    return importlib.import_module(script[: -len(".py")])
+    return launch.import_lesson(script)
 
 
 def command_line(ppo, args: dict) -> str:
@@ -207,13 +206,15 @@ def gif(policy_path: str, out: str, seconds: float = GIF_DEFAULTS["seconds"], fp
         os.environ.setdefault("MUJOCO_GL", "egl")  # (GLFW, MuJoCo's default, needs a display)
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     frames, returns = [], []
-    argv = [script, "--play", policy_path, "--episodes", "1", "--capture-video"]
+    argv = ["--play", policy_path, "--episodes", "1", "--capture-video"]
     if seed is not None:
         argv += ["--seed", str(seed)]
     printed = io.StringIO()
     with mock.patch.object(gym.wrappers, "RecordVideo", frame_grabber(frames, returns, seconds, fps, width)), \
-            mock.patch.object(sys, "argv", argv), contextlib.redirect_stdout(printed):
-        ppo.main()
+            contextlib.redirect_stdout(printed):
+        code = launch.run_main(ppo, argv)
+    if code != 0:  # (the script said why on stderr)
+        raise SystemExit(code)
     episode = next((line for line in printed.getvalue().splitlines() if line.startswith("episode 1/1")), "")
     if not frames:
         fail(f"{script} --play {policy_path} drew no frames")

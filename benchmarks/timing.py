@@ -1,7 +1,8 @@
 """Where a training script's time goes: rollout (env steps, acting), update, evaluation, checkpoints.
 
-Runs one of the library's scripts in this process, exactly as `python <script> [args]` would, with timers
-wrapped around the functions every script shares (the skeleton is the same in all five):
+Runs one of the library's scripts in this process (its main(), through benchmarks.core.launch.run_main), exactly
+as `python <script> [args]` would, with timers wrapped around the functions every script shares (the skeleton is
+the same in all five):
 
 - `collect_rollout`: the whole rollout, and inside it `envs.step` (the environments: emulator, wrappers,
   vector env, worker processes) and the agent's forward passes under no_grad / inference_mode (acting);
@@ -13,22 +14,24 @@ It prints one table of seconds per update and shares of the training loop. Nothi
 the timers are put around the module's functions before its `main()` runs, so the figures are those of a
 normal run (plus a few microseconds per timed call).
 
-Usage:
-    python benchmarks/timing.py ppo_breakout_atari.py --total-timesteps 20480 --eval-every 0 --no-cuda
-    python benchmarks/timing.py ppo_mario_cnn.py --total-timesteps 16384 --eval-every 0 --no-cuda
-    python benchmarks/timing.py ppo_cartpole.py --total-timesteps 20480
+Usage, from the repository root (the lesson by its file name; its runs/ lands there):
+    python -m benchmarks.timing ppo_breakout_atari.py --total-timesteps 20480 --eval-every 0 --no-cuda
+    python -m benchmarks.timing ppo_mario_cnn.py --total-timesteps 16384 --eval-every 0 --no-cuda
+    python -m benchmarks.timing ppo_cartpole.py --total-timesteps 20480
 """
 
 from __future__ import annotations
 
 import collections
 import functools
-import importlib.util
 import sys
 import time
 from pathlib import Path
 
 import torch
+
+from benchmarks.core import launch
+from common.lessons import SCRIPTS
 
 
 class Timers:
@@ -60,24 +63,8 @@ class Timers:
         return timed
 
 
-def load_script(path: Path):
-    """The script as a module (its `if __name__ == "__main__"` block does not run), importable by name as
-    under `python <script>`, whose folder is then first on sys.path: an async vector env's workers (started by a
-    forkserver that inherits this sys.path) import it to unpickle their env function."""
-    sys.path.insert(0, str(path.resolve().parent))
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[path.stem] = module  # so that pickling (async vector envs) finds it by name
-    spec.loader.exec_module(module)
-    return module
-
-
 def instrument(module, timers: Timers) -> None:
     """Put the timers around the skeleton's functions of `module`."""
-    for name in ("collect_rollout", "compute_gae", "evaluate", "save_checkpoint"):
-        if not hasattr(module, name):
-            raise SystemExit(f"timing.py: {module.__name__} has no {name}(): not one of the library's scripts")
-
     collect = module.collect_rollout
 
     def collect_rollout(envs, agent, *args, **kwargs):
@@ -131,11 +118,13 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
         return 0 if argv else 2
-    script = Path(argv[0])
-    if not script.is_file():
-        print(f"timing.py: no script at {script}", file=sys.stderr)
+    script = Path(argv[0]).name
+    if script not in SCRIPTS:
+        print(f"timing.py: {argv[0]} is not one of the library's scripts ({', '.join(SCRIPTS)})", file=sys.stderr)
         return 2
-    module = load_script(script.resolve())
+    # (imported by name, as `python <script>` has it: an async vector env's workers import it to unpickle their
+    # env function)
+    module = launch.import_lesson(script)
     timers = Timers()
     instrument(module, timers)
     first = {}
@@ -146,20 +135,17 @@ def main(argv: list[str]) -> int:
         return rollout(*args, **kwargs)
 
     module.collect_rollout = first_rollout_marker
-    sys.argv = [str(script), *argv[1:]]
     start = time.perf_counter()
-    try:
-        module.main()
-    except SystemExit as exit_:
-        if exit_.code not in (0, None):
-            return exit_.code if isinstance(exit_.code, int) else 1
+    code = launch.run_main(module, argv[1:])
+    if code != 0:
+        return code if isinstance(code, int) else 1
     total = time.perf_counter() - start
     if "start" not in first:
         print("timing.py: the script ran no rollout (--play, or nothing to train?)", file=sys.stderr)
         return 1
     print()
     print(report(timers, total, first["start"] - start))
-    print("Command: " + " ".join(["python", "benchmarks/timing.py", *argv]))
+    print("Command: " + " ".join(["python", "-m", "benchmarks.timing", *argv]))
     return 0
 
 

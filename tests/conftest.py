@@ -1,7 +1,11 @@
-"""Shared test helpers: the repository root on sys.path (so `import ppo_cartpole` works); a tiny env with
-known episode ends (CountingTest-v0) and a stub agent for checking rollouts by hand; running a script from its
-command line in a scratch folder (and pressing Ctrl-C in it); checking a usage error and the refusal of
-unreadable checkpoints; reading the TensorBoard scalars a run wrote."""
+"""Shared test helpers: a tiny env with known episode ends (CountingTest-v0) and a stub agent for checking
+rollouts by hand; running a script from its command line in a scratch folder (and pressing Ctrl-C in it), or its
+main() in this process; checking a usage error and the refusal of unreadable checkpoints; finding the run folders
+a run made and reading the TensorBoard scalars it wrote. Lessons run through benchmarks.core.launch, run folders
+are found and read through benchmarks.core.runs, as the tools in benchmarks/ do.
+
+`python -m pytest` from the repository root puts the root on sys.path (so `import ppo_cartpole` and `import
+benchmarks` work); pytest puts tests/ there (so `from conftest import ...` and `import scripted_runs` work)."""
 
 import os
 import random
@@ -20,7 +24,10 @@ import pytest
 import torch
 import torch.nn as nn
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchmarks.core import launch, runs
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 # A new run's annealing schedule (see `resumed_schedule` in the scripts), for checkpoints written by hand.
 SCHEDULE = {"scale": 1.0, "num_iterations": 1}
 # The TensorBoard tags every script logs, named as CleanRL names them so runs compare with published ones.
@@ -29,8 +36,6 @@ CLEANRL_TAGS = {
     "losses/value_loss", "losses/policy_loss", "losses/entropy", "losses/approx_kl", "losses/old_approx_kl",
     "losses/clipfrac", "losses/explained_variance",
 }
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -108,10 +113,7 @@ class StubAgent(nn.Module):
 # ---------------------------------------------------------------------------------------------------------
 def run_script(script: str, *args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run `python <script> <args>` as a user would, in `cwd` (its runs/ folder lands there)."""
-    return subprocess.run(
-        [sys.executable, str(ROOT / script), *args],
-        cwd=cwd, capture_output=True, text=True, timeout=timeout,
-    )
+    return launch.run(launch.lesson_command(script, list(args)), cwd, timeout=timeout)
 
 
 def ctrl_c_saves_a_checkpoint(script: str, *args: str, cwd: Path, steps_per_update: int, total_timesteps: int,
@@ -122,10 +124,9 @@ def ctrl_c_saves_a_checkpoint(script: str, *args: str, cwd: Path, steps_per_upda
     finished its update, saved a checkpoint, said where, and exited 130 without a traceback; return the
     checkpoint. ranks > 0: the same under torchrun with that many CPU ranks (torchrun forwards the Ctrl-C to its
     workers, which also get it from the terminal, and kills them 30 s later)."""
-    launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(ranks)] if ranks else []
-    process = subprocess.Popen(
-        [sys.executable, *launcher, str(ROOT / script), *args],
-        cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    process = subprocess.Popen(  # (bytes, not launch.process's text: the progress bar is read as it comes)
+        launch.lesson_command(script, list(args), torchrun=ranks), cwd=cwd, env=launch.environment(),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
     )
     progress, deadline = b"", time.time() + 120
     while b"SPS" not in progress and time.time() < deadline and process.poll() is None:
@@ -145,47 +146,13 @@ def ctrl_c_saves_a_checkpoint(script: str, *args: str, cwd: Path, steps_per_upda
     return ckpt
 
 
-TORCHRUN_DRIVER = """
-import os, sys
-import torch
-sys.path.insert(0, {root!r})
-import {module} as ppo
-
-agents, restored = [], []
-_restore_rng = getattr(ppo, "restore_rng", None)
-
-
-def recording_restore_rng(states, device):  # which random states this rank resumed with
-    restored.append(states["torch"].clone())
-    _restore_rng(states, device)
-
-
-ppo.restore_rng = recording_restore_rng
-
-
-class Recorded(ppo.Agent):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        agents.append(self)
-        self.initial = {{k: v.clone() for k, v in self.state_dict().items()}}
-
-
-ppo.Agent = Recorded
-sys.argv = ["{module}.py", *{argv!r}]
-ppo.main()
-torch.save({{"initial": agents[-1].initial, "final": agents[-1].state_dict(), "restored": restored}},
-           f"rank{{os.environ['RANK']}}.pt")
-"""
-
-
 def two_torchrun_ranks(module: str, argv: list[str], cwd: Path, stderr: Optional[list] = None) -> tuple[dict, dict]:
     """Train `module`.py under torchrun with 2 CPU ranks and `argv`; return each rank's agent weights as
     {"initial": at construction, "final": after training} and the torch random states it restored on --resume
-    ("restored"). The run's stderr (rank 0's progress bar) is appended to `stderr` if given."""
-    (cwd / "driver.py").write_text(TORCHRUN_DRIVER.format(root=str(ROOT), module=module, argv=argv))
-    result = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "driver.py"],
-        cwd=cwd, capture_output=True, text=True, timeout=300)
+    ("restored"), saved by tests/torchrun_driver.py. The run's stderr (rank 0's progress bar) is appended to
+    `stderr` if given."""
+    result = launch.run(launch.python_command(str(HERE / "torchrun_driver.py"), module, *argv, torchrun=2), cwd,
+                        timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     if stderr is not None:
         stderr.append(result.stderr)
@@ -193,14 +160,11 @@ def two_torchrun_ranks(module: str, argv: list[str], cwd: Path, stderr: Optional
 
 
 def expect_usage_error(script_module, capsys, monkeypatch, argv: list[str], *fragments: str) -> None:
-    """Run the script's main() with `argv` as its command line, in this process (no 3-second torch import per
-    case), and check it refused: exit code 2 and one line on stderr, `<script>: error: ...`, holding every
-    fragment."""
+    """Run the script's main() with `argv` as its command line, in this process (launch.run_main: no 3-second
+    torch import per case), and check it refused: exit code 2 and one line on stderr, `<script>: error: ...`,
+    holding every fragment. (`monkeypatch`: unused, kept for the callers.)"""
     script = script_module.SCRIPT
-    monkeypatch.setattr(sys, "argv", [script, *argv])
-    with pytest.raises(SystemExit) as exit_info:
-        script_module.main()
-    assert exit_info.value.code == 2
+    assert launch.run_main(script_module, argv) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith(f"{script}: error:"), err
     for fragment in fragments:
@@ -229,18 +193,13 @@ def expect_unreadable_checkpoints_refused(script_module, capsys, monkeypatch, tm
 
 def run_dirs(cwd: Path) -> list[Path]:
     """The run folders (runs/<run-name>/) a script created under `cwd`, oldest first."""
-    folders = {p.parent for p in (cwd / "runs").rglob("events.out.tfevents.*")}
-    return sorted(folders, key=lambda p: p.stat().st_mtime)
+    return runs.logged_folders(cwd / "runs")
 
 
 def scalars(path: Path) -> dict[str, list[tuple[int, float]]]:
     """Every scalar in a run folder's event files, or in one events file: {tag: [(step, value), ...]} in the
-    order written, as TensorBoard's own reader sees them."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    acc = EventAccumulator(str(path), size_guidance={"scalars": 0})
-    acc.Reload()
-    return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
+    order written, as TensorBoard's own reader sees them (runs.read_events)."""
+    return {tag: [(e.step, e.value) for e in events] for tag, events in runs.read_events(path)[0].items()}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -260,7 +219,7 @@ def site(tmp_path_factory) -> Path:
 def scratch(tmp_path, monkeypatch):
     """A scratch folder as cwd; the process-wide state a script's main() changes is put back afterwards."""
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "argv", list(sys.argv))  # (run_main sets it)
+    monkeypatch.setattr(sys, "argv", list(sys.argv))  # (for a test that sets it; run_main puts it back itself)
     saved = (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled(),
              torch.utils.deterministic.fill_uninitialized_memory, torch.get_rng_state(), np.random.get_state(),
              random.getstate(), signal.getsignal(signal.SIGINT))
@@ -275,15 +234,13 @@ def scratch(tmp_path, monkeypatch):
 
 
 def run_main(ppo, argv: list[str], capsys) -> tuple[object, str, str]:
-    """The script's main() with `argv` as its command line, in this process (use it with `scratch`): (its exit
-    code, "returned", or the traceback of an exception it let out, as a user would see it; stdout; stderr)."""
-    sys.argv = [ppo.SCRIPT, *argv]
+    """The script's main() with `argv` as its command line, in this process (launch.run_main; use it with
+    `scratch`): (its exit code, "returned" for 0, or the traceback of an exception it let out, as a user would see
+    it; stdout; stderr)."""
     capsys.readouterr()
     try:
-        ppo.main()
-        outcome = "returned"
-    except SystemExit as e:
-        outcome = e.code
+        code = launch.run_main(ppo, argv)
+        outcome = "returned" if code == 0 else code
     except Exception:  # what the user would see as a traceback
         outcome = traceback.format_exc(limit=-3)
     out, err = capsys.readouterr()

@@ -14,9 +14,10 @@ Two comparisons, for two questions:
 it fingerprints REV's scripts and the working tree's, one after the other on this machine, and compares them
 to the bit, scalars and checkpoint checksums; exit status 1 and what differs, 0 when nothing does. REV's files
 come from `git archive REV` into a temporary folder, deleted afterwards; the runs there are driven by this
-file's driver and tests/scripted_runs.py as they are in the working tree, with REV's folder first on sys.path,
-so both sides run the same harness and only the scripts differ. (A flag the harness passes and REV's script
-does not know shows as an exit status of 2 at REV.)
+file's driver and tests/scripted_runs.py as they are in the working tree, with REV's folder first on the driver's
+PYTHONPATH (benchmarks.core.launch.environment) and the working tree's root after it, so both sides run the same
+harness (but for benchmarks.core's run_main: REV's own, where REV has benchmarks/ as a package) and only the
+scripts differ. (A flag the harness passes and REV's script does not know shows as an exit status of 2 at REV.)
 
 Bit-exact results hold on one processor, not across processors with the same library versions (a sum splits
 differently between SIMD widths, kernels and threads, and rounds differently), so the recorded fingerprint is
@@ -26,11 +27,12 @@ one logs; each value within TOLERANCE of the recorded one (the comment above it 
 it). Checksums are recorded but not compared: any rounding changes them. Re-record (--write) after a change
 meant to change behaviour; the file names the environment it was recorded in, for information.
 
-The runs are those of tests/test_whole_runs.py's CONFIGS (12-sample updates of tiny networks on the CPU), in a
-few variants per script that reach the code paths a default run does not (the policy clip acting, value
-clipping off, the KL early stop, Pendulum's three objectives, ...), and one run per script resumed from the
-first one's checkpoint. Each script's runs go through one driver process (this file run as a script), as
-scripted_runs.py's do.
+The runs start from CONFIGS, the tiny configurations (12-sample updates of tiny networks on the CPU) that
+tests/test_whole_runs.py's runs start from too, in a few variants per script that reach the code paths a default
+run does not (the policy clip acting, value clipping off, the KL early stop, Pendulum's three objectives, ...),
+and one run per script resumed from the first one's checkpoint. Each script's runs go through one driver process
+(this file run by its path, as scripted_runs.py's are: tests/ is then first on its sys.path), each run the
+script's main() through benchmarks.core.launch.run_main.
 """
 
 import argparse
@@ -38,6 +40,7 @@ import hashlib
 import io
 import json
 import math
+import os
 import platform
 import subprocess
 import sys
@@ -47,15 +50,18 @@ from pathlib import Path
 
 import torch
 
+from benchmarks.core import launch
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 FINGERPRINTS = HERE / "fingerprints.json"
 RECORDED_THREADS = 2  # torch's intra-op threads in the CNN scripts' runs (--threads), as recorded
-sys.path[:0] = [p for p in (str(HERE), str(ROOT)) if p not in sys.path]
 
-import scripted_runs  # noqa: E402  (also registers the counting envs)
-
-# The base command line of each script's runs: test_whole_runs.CONFIGS (kept in step with it by hand).
+# The tiny configurations, the one definition: the base command line of each script's runs here, and of
+# tests/test_whole_runs.py's (which adds WHOLE_RUN_FLAGS to Pendulum's). On the counting envs of tests/conftest.py
+# (the pixel scripts on scripted_runs.py's stand-in); 12 samples an update (one env x 12 steps, or two envs x 6: a
+# multiple of 6 steps, so every rollout ends on an episode boundary), minibatches of 6, tiny networks, on the CPU,
+# the vector envs stepped in the driver's process (sync: async workers would not have the test envs).
 CONFIGS = {
     "ppo_cartpole": ["--env-id", "CountingTest-v0", "--num-steps", "12", "--minibatch-size", "6",
                      "--update-epochs", "2", "--hidden-size", "8"],
@@ -149,16 +155,16 @@ def digest(value, h=None) -> str:
 
 
 def drive(module: str, runs: list[dict], out: str, root: str, threads: int) -> None:
-    """Run `module`'s main(), imported from the folder `root`, for each of `runs` in turn, in this process, with
-    `threads` torch threads; write what each logged and its checkpoint's digest to `out`."""
-    import importlib
-    import signal
+    """Run `module`'s main(), imported from the folder `root` (first on this process's PYTHONPATH), for each of
+    `runs` in turn, in this process, with `threads` torch threads; write what each logged and its checkpoint's
+    digest to `out`."""
+    # (here, not at the top: only the driver, run by its path, has tests/ on sys.path; also registers the envs)
+    import scripted_runs
 
-    sys.path.insert(0, root)
     # The MLP scripts set one thread themselves; the CNN scripts keep torch's default, one per core, and a sum
     # split over another number of threads rounds differently: the same number on every machine, as recorded.
     torch.set_num_threads(threads)
-    ppo = importlib.import_module(module)
+    ppo = launch.import_lesson(module)
     if Path(ppo.__file__).resolve().parent != Path(root).resolve():
         raise RuntimeError(f"{module} was imported from {ppo.__file__}, not from {root}")
     state = scripted_runs.instrument(ppo)
@@ -169,13 +175,7 @@ def drive(module: str, runs: list[dict], out: str, root: str, threads: int) -> N
         state.update(update=0, stop_update=None, pressed=False, log=[], run_dir=None)
         argv = [results[a[len("{checkpoint:"):-1]]["checkpoint"] if a.startswith("{checkpoint:") else a
                 for a in run["argv"]]
-        sys.argv = [ppo.SCRIPT, *argv]
-        try:
-            ppo.main()
-            code = 0
-        except SystemExit as e:
-            code = e.code
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        code = launch.run_main(ppo, argv)
         checkpoint = f"{state['run_dir']}/checkpoint.pt"
         checksums = {}  # (a run refused at its command line writes no checkpoint)
         if code == 0:
@@ -194,10 +194,14 @@ def drive(module: str, runs: list[dict], out: str, root: str, threads: int) -> N
 def fingerprint(module: str, root: Path = ROOT, threads: int = RECORDED_THREADS, timeout: float = 300) -> dict:
     """Drive `module`'s runs (the script as it is in the folder `root`) in a fresh process, in a scratch folder;
     return {variant: result}."""
+    # `root` first on the driver's PYTHONPATH (its lessons), the working tree's root after it (benchmarks.core, for
+    # a REV that has none)
+    env = launch.environment(root)
+    env["PYTHONPATH"] += os.pathsep + str(ROOT)
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "runs.json").write_text(json.dumps(variants(module)))
-        command = [sys.executable, __file__, "--drive", module, "runs.json", "out.json", str(root), str(threads)]
-        result = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=timeout)
+        command = launch.python_command(__file__, "--drive", module, "runs.json", "out.json", str(root), str(threads))
+        result = launch.run(command, Path(folder), timeout=timeout, env=env)
         if result.returncode != 0:
             raise RuntimeError(f"{module} (from {root}): the driver failed:\n{result.stderr[-3000:]}")
         return json.loads((Path(folder) / "out.json").read_text())

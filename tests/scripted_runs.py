@@ -15,20 +15,23 @@ bit (torch.equal, ==) on the CPU.
   uint8 [4, 84, 84] frames drawn from the step counter and the last action, and the info keys the scripts
   read (x_pos and flag_get for Mario; RecordEpisodeStatistics' "episode" for both).
 
-The runs go through a driver process (this file run as a script), since the test envs must be registered, and
-the stand-in put in place, in the process that trains. In it the module's SummaryWriter records every
-add_scalar call, compute_gae counts the updates, and an optimizer step hook presses Ctrl-C (SIGINT to itself)
-after the first gradient step of a chosen update: the MLP scripts then finish that update and save it; the
-pixel scripts' Stopper gives it up at the next step and saves the update before it. The resumed run always runs
-in a process of its own, as a user's would.
+The runs go through a driver process (this file run as a script, the repository root on its PYTHONPATH:
+benchmarks.core.launch.environment), since the test envs must be registered, and the stand-in put in place, in the
+process that trains; each run is the script's main() through benchmarks.core.launch.run_main. In it the module's
+SummaryWriter records every add_scalar call, compute_gae counts the updates, and an optimizer step hook presses
+Ctrl-C (SIGINT to itself) after the first gradient step of a chosen update: the MLP scripts then finish that
+update and save it; the pixel scripts' Stopper gives it up at the next step and saves the update before it. The
+resumed run always runs in a process of its own, as a user's would.
 
     python tests/scripted_runs.py MODULE VARIANTS.json RESULTS.pt      (cwd: where runs/ should go)
+
+(Run by its path, so that Python puts tests/ first on the driver's sys.path, as pytest does for the tests:
+conftest and this file are then imported under the same names in both, and the counting envs registered once.)
 """
 
 import json
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -37,10 +40,8 @@ import numpy as np
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [p for p in (str(HERE), str(HERE.parent)) if p not in sys.path]
-
-from conftest import CountingEnv  # noqa: E402  (also registers CountingTest-v0 and CountingContinuousTest-v0)
+from benchmarks.core import launch
+from conftest import CountingEnv  # (also registers CountingTest-v0 and CountingContinuousTest-v0)
 
 PIXEL_SCRIPTS = ("ppo_breakout_atari", "ppo_mario_cnn")
 # Scripts whose Ctrl-C stops at the next step and saves the update before (Stopper), rather than finish the update.
@@ -121,22 +122,14 @@ def drive(module: str, variants: list[dict], results_path: str) -> None:
     """Run `module`'s main() once per variant ({"name", "argv", "stop_update", optional "real_env"}), one after
     another in this process; save {name: {"exit", "log", "run_dir"}}. A pixel script trains on the stand-in env
     unless the variant asks for the real one."""
-    import importlib
-
-    ppo = importlib.import_module(module)
+    ppo = launch.import_lesson(module)
     state = instrument(ppo)
     results = {}
     for variant in variants:
         state.update(update=0, stop_update=variant["stop_update"], pressed=False, log=[], run_dir=None)
         if ppo.__name__ in PIXEL_SCRIPTS:
             ppo.make_env = state["make_env"]["real" if variant.get("real_env") else "stand-in"]
-        sys.argv = [ppo.SCRIPT, *variant["argv"]]
-        try:
-            ppo.main()
-            code = 0
-        except SystemExit as e:
-            code = e.code
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        code = launch.run_main(ppo, variant["argv"])
         results[variant["name"]] = {"exit": code, "log": state["log"], "run_dir": state["run_dir"]}
     torch.save(results, results_path)
 
@@ -144,8 +137,7 @@ def drive(module: str, variants: list[dict], results_path: str) -> None:
 def run_variants(module: str, variants: list[dict], cwd: Path, timeout: float = 300) -> dict:
     """Drive `variants` of `module` in a fresh process, in `cwd`; return their results."""
     (cwd / "variants.json").write_text(json.dumps(variants))
-    result = subprocess.run([sys.executable, __file__, module, "variants.json", "results.pt"], cwd=cwd,
-                            capture_output=True, text=True, timeout=timeout)
+    result = launch.run(launch.python_command(__file__, module, "variants.json", "results.pt"), cwd, timeout=timeout)
     assert result.returncode == 0, result.stderr[-3000:]
     return torch.load(cwd / "results.pt", weights_only=True)
 

@@ -4,24 +4,23 @@ run (evaluating where it does) and plays it, in a driver process of its own, wit
 recorder of its close()."""
 
 import json
-import subprocess
-import sys
+import os
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from benchmarks.core import launch
 from test_whole_runs import CONFIGS, EVALUATING
 
 HERE = Path(__file__).resolve().parent
 
 DRIVER = """
-import glob, importlib, json, sys
-sys.path[:0] = [{here!r}, {root!r}]
+import glob, json
 import gymnasium as gym
 import scripted_runs  # (registers the counting envs)
+from benchmarks.core import launch
 
-ppo = importlib.import_module({module!r})
+ppo = launch.import_lesson({module!r})
 base = scripted_runs.stand_in_make_env(ppo) if ppo.__name__ in scripted_runs.PIXEL_SCRIPTS else ppo.make_env
 made = []
 
@@ -43,11 +42,8 @@ for part, argv in (("train", {train!r}), ("play", None)):
     if argv is None:
         argv = ["--play", glob.glob("runs/*/checkpoint.pt")[0], "--episodes", "1"]
     before = len(made)
-    sys.argv = [ppo.SCRIPT, *argv]
-    try:
-        ppo.main()
-    except SystemExit as e:
-        assert e.code in (0, None), e.code
+    code = launch.run_main(ppo, argv)
+    assert code == 0, code
     report[part] = {{"made": len(made) - before, "open": sum(not env.closed for env in made[before:])}}
 print(json.dumps(report))
 """
@@ -58,9 +54,11 @@ def test_every_env_made_is_closed(module, tmp_path):
     train = [*CONFIGS[module], "--total-timesteps", "24", "--checkpoint-every", "0",
              *(["--eval-every", "1", "--eval-episodes", "1"] if module in EVALUATING else [])]
     driver = tmp_path / "driver.py"
-    driver.write_text(DRIVER.format(here=str(HERE), root=str(ROOT), module=module, train=train))
-    result = subprocess.run([sys.executable, str(driver)], cwd=tmp_path, capture_output=True, text=True,
-                            timeout=300)
+    driver.write_text(DRIVER.format(module=module, train=train))
+    # (the lessons and benchmarks from the root, scripted_runs from tests/)
+    env = launch.environment()
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE), env["PYTHONPATH"]])
+    result = launch.run(launch.python_command(str(driver)), tmp_path, timeout=300, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
     # train: the vector envs' N (CartPole: its one env), the one for the spaces, one per evaluation; play: the

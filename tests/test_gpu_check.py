@@ -9,9 +9,8 @@ package (a later test for the real NES, made after a check had installed the sta
 """
 
 import os
-import subprocess
-import sys
 
+from benchmarks.core import launch
 from conftest import ROOT
 
 
@@ -20,8 +19,8 @@ def test_the_gpu_check_passes_on_the_cpu(tmp_path):
     hidden.mkdir(parents=True)
     (hidden / "__init__.py").write_text('raise ImportError("hidden by tests/test_gpu_check.py")\n')
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hidden.parent), os.environ.get("PYTHONPATH", "")])}
-    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--device", "cpu", "--quick"],
-                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    result = launch.run(launch.python_command("-m", "benchmarks.gpu_check", "--device", "cpu", "--quick"), ROOT,
+                        timeout=900, env=env)
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     lines = result.stdout.splitlines()
     for check in ("breakout fp32: ratio at the start of an update", "mario bf16: ratio at the start of an update",

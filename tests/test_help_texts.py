@@ -4,10 +4,10 @@ field docstring whose continuation lines are indented, so each script hands tyro
 line (one_line_help) and --help wraps them to the terminal's width."""
 
 import ast
-import sys
 
 import pytest
 
+from benchmarks.core import launch
 from common.lessons import SCRIPTS
 from conftest import ROOT
 
@@ -86,12 +86,9 @@ def test_every_listed_difference_is_still_one():
 def test_help_keeps_each_text_on_one_line(script, capsys, monkeypatch):
     """With a terminal wide enough, each flag's help is one line of --help: no line is broken where the source
     breaks its docstring. (The in-process tyro.cli of the script's own main(), as `python <script> --help`.)"""
-    module = __import__(script[: -len(".py")])
+    module = launch.import_lesson(script)
     monkeypatch.setenv("COLUMNS", "1000")
-    monkeypatch.setattr(sys, "argv", [script, "--help"])
-    with pytest.raises(SystemExit) as exit_info:
-        module.main()
-    assert exit_info.value.code == 0
+    assert launch.run_main(module, ["--help"]) == 0
     lines = capsys.readouterr().out.splitlines()
     broken = [field for field, text in help_texts(script).items() if not any(text in line for line in lines)]
     assert not broken, f"{script} --help breaks the help of {broken} over several lines"
@@ -106,8 +103,6 @@ def test_the_check_fails_without_one_line_help(monkeypatch, capsys):
     for field in ppo_cartpole.Args.__dataclass_fields__.values():  # undo what an earlier main() handed tyro
         monkeypatch.setattr(field, "metadata", {k: v for k, v in field.metadata.items() if k != "help"})
     monkeypatch.setenv("COLUMNS", "1000")
-    monkeypatch.setattr(sys, "argv", ["ppo_cartpole.py", "--help"])
-    with pytest.raises(SystemExit):
-        ppo_cartpole.main()
+    assert launch.run_main(ppo_cartpole, ["--help"]) == 0
     out = capsys.readouterr().out
     assert help_texts("ppo_cartpole.py")["gae_lambda"] not in out

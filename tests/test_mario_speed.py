@@ -2,15 +2,14 @@
 in both precisions, and prints each figure."""
 
 import re
-import subprocess
-import sys
 
+from benchmarks.core import launch
 from conftest import ROOT
 
 
 def test_every_figure_printed():
-    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "mario_speed.py"), "--frames", "64",
-                             "--steps", "1", "--minibatch-size", "8"], capture_output=True, text=True, timeout=240)
+    result = launch.run(launch.python_command("-m", "benchmarks.mario_speed", "--frames", "64", "--steps", "1",
+                                              "--minibatch-size", "8"), ROOT, timeout=240)
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert re.search(r"^emulator alone, one process: [\d.]+ ms per frame$", out, re.MULTILINE), out

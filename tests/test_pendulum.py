@@ -13,6 +13,7 @@ import torch
 
 import ppo_lunarlander_vec
 import ppo_pendulum_continuous as ppo
+from benchmarks.core import launch
 from conftest import (CLEANRL_TAGS, SCHEDULE, ctrl_c_saves_a_checkpoint, expect_unreadable_checkpoints_refused,
                       expect_usage_error, run_dirs, run_script, scalars)
 
@@ -216,9 +217,6 @@ def test_normalized_observations_are_clipped():
 def test_no_norm_obs_is_the_identity_in_training_and_play(tmp_path, monkeypatch):
     # --no-norm-obs: the networks see the observations as they are, beyond +-norm_clip too (MuJoCo's can be),
     # in the agent train() builds and in the one --play builds.
-    import signal
-    import sys
-
     built = []
 
     class Recorded(ppo.Agent):
@@ -233,13 +231,11 @@ def test_no_norm_obs_is_the_identity_in_training_and_play(tmp_path, monkeypatch)
     for argv in ([*tiny, "--no-norm-obs"], ["--play", None, "--episodes", "1"]):
         if argv[1] is None:
             (argv[1],) = map(str, tmp_path.glob("runs/*/checkpoint.pt"))
-        monkeypatch.setattr(sys, "argv", [ppo.SCRIPT, *argv])
         threads = torch.get_num_threads()
         try:
-            ppo.main()
-        finally:  # (main() sets one thread, train() a Ctrl-C handler)
+            assert launch.run_main(ppo, argv) == 0
+        finally:  # (main() sets one thread)
             torch.set_num_threads(threads)
-            signal.signal(signal.SIGINT, signal.default_int_handler)
     x = torch.tensor([[50.0, -50.0, 0.5]])
     assert len(built) == 2 and all(torch.equal(agent.normalize(x[:, :agent.obs_rms.mean.numel()]),
                                                x[:, :agent.obs_rms.mean.numel()]) for agent in built)

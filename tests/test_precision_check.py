@@ -1,17 +1,14 @@
 """benchmarks/precision_check.py: bf16 against fp32 gradients of Breakout's loss, beside the sampling noise."""
 
 import re
-import subprocess
-import sys
 
 import torch
 
+from benchmarks import precision_check
+from benchmarks.core import launch
 from conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import precision_check  # noqa: E402
-
-CHECK = ROOT / "benchmarks" / "precision_check.py"
+CHECK = launch.python_command("-m", "benchmarks.precision_check")  # (run from the repository root)
 
 
 def test_cosine_by_hand():
@@ -23,8 +20,8 @@ def test_cosine_by_hand():
 def test_the_shipped_agent(tmp_path):
     """On the shipped Breakout agent: bf16 turns the gradient a little (cosine below 1, above 0.9), and moves the
     values and the policy a little (differences above 0): the two precisions are really both computed."""
-    result = subprocess.run([sys.executable, str(CHECK), "--checkpoint", str(ROOT / "agents" / "breakout.pt"),
-                             "--rollouts", "2", "--num-steps", "8"], capture_output=True, text=True, timeout=300)
+    result = launch.run([*CHECK, "--checkpoint", str(ROOT / "agents" / "breakout.pt"), "--rollouts", "2",
+                         "--num-steps", "8"], ROOT, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("8 minibatches of 2 rollouts")
 
@@ -46,5 +43,5 @@ def test_the_shipped_agent(tmp_path):
 def test_bad_input_one_line(tmp_path):
     for argv, message in ((["--rollouts", "0"], "--rollouts must be at least 1"),
                           (["--checkpoint", str(tmp_path / "none.pt")], "no checkpoint at")):
-        result = subprocess.run([sys.executable, str(CHECK), *argv], capture_output=True, text=True, timeout=120)
+        result = launch.run([*CHECK, *argv], ROOT, timeout=120)
         assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr

@@ -11,7 +11,6 @@ game is cut at MAX_FRAMES emulator frames (its time limit, through gym.make) to 
 import dataclasses
 import functools
 import importlib
-import importlib.util
 import os
 import re
 import sys
@@ -22,11 +21,9 @@ import pytest
 import torch
 import tyro
 
+from benchmarks import ship
+from common.lessons import MODULES
 from conftest import ROOT, SCHEDULE, run_main
-
-_spec = importlib.util.spec_from_file_location("ship", ROOT / "benchmarks" / "ship.py")
-ship = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ship)
 
 SHIPPED = sorted((ROOT / "agents").glob("*.pt"))
 # The least the first --play episode of each shipped file must score, far above a random policy's (CartPole
@@ -39,7 +36,6 @@ SHIPPED = sorted((ROOT / "agents").glob("*.pt"))
 FLOORS = {"cartpole.pt": 475.0, "lunarlander.pt": 200.0, "pendulum.pt": -400.0, "hopper.pt": 1000.0,
           "breakout.pt": 5.0, "mario.pt": 1000.0}
 MAX_FRAMES = 1_000  # a Breakout game, cut here (250 agent steps of 4 frames)
-SCRIPTS = ["ppo_cartpole", "ppo_lunarlander_vec", "ppo_pendulum_continuous", "ppo_breakout_atari", "ppo_mario_cnn"]
 # Command lines each script accepts on cheap envs (conftest's counting envs for the MLP scripts).
 TINY_VECTOR = ["--num-envs", "2", "--num-steps", "16", "--minibatch-size", "16", "--total-timesteps", "64"]
 TINY = {
@@ -84,7 +80,7 @@ def tiny_checkpoint(ppo) -> dict:
     return ckpt
 
 
-@pytest.mark.parametrize("script", SCRIPTS)
+@pytest.mark.parametrize("script", MODULES)
 def test_a_policy_file_plays_but_does_not_resume(script, tmp_path, capsys, monkeypatch, scratch):
     ppo = importlib.import_module(script)
     torch.save(tiny_checkpoint(ppo), tmp_path / "checkpoint.pt")

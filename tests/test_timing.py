@@ -2,14 +2,12 @@
 and of a run whose envs step in worker processes."""
 
 import re
-import subprocess
-import sys
 
 import torch
 
-from conftest import ROOT
+from benchmarks.core import launch
 
-TIMING = ROOT / "benchmarks" / "timing.py"
+TIMING = launch.python_command("-m", "benchmarks.timing")  # (run from a scratch folder: launch.environment())
 ARGS = ["--total-timesteps", "512", "--num-steps", "256", "--seed", "3"]
 
 
@@ -21,8 +19,7 @@ def only_checkpoint(cwd):
 def test_breakdown_of_a_run_identical_to_a_plain_one(tmp_path):
     timed, plain = tmp_path / "timed", tmp_path / "plain"
     timed.mkdir(), plain.mkdir()
-    result = subprocess.run([sys.executable, str(TIMING), str(ROOT / "ppo_cartpole.py"), *ARGS], cwd=timed,
-                            capture_output=True, text=True, timeout=120)
+    result = launch.run([*TIMING, "ppo_cartpole.py", *ARGS], timed, timeout=120)
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "2 updates; start-up" in out
@@ -36,8 +33,7 @@ def test_breakdown_of_a_run_identical_to_a_plain_one(tmp_path):
                           "rest (buffers, bootstrap values, episode stats)"}
     assert float(parts["env steps (envs.step)"]) > 0 and float(parts["acting (forward passes, no grad)"]) > 0
 
-    result = subprocess.run([sys.executable, str(ROOT / "ppo_cartpole.py"), *ARGS], cwd=plain,
-                            capture_output=True, text=True, timeout=120)
+    result = launch.run(launch.lesson_command("ppo_cartpole.py", ARGS), plain, timeout=120)
     assert result.returncode == 0, result.stderr
     a, b = only_checkpoint(timed), only_checkpoint(plain)
     assert a["global_step"] == b["global_step"] == 512
@@ -47,10 +43,11 @@ def test_breakdown_of_a_run_identical_to_a_plain_one(tmp_path):
 
 def test_breakdown_of_a_run_with_async_envs(tmp_path):
     """The workers of an AsyncVectorEnv import the script by name, to unpickle their env function: run from
-    anywhere, timing.py must make it importable, as `python <script>` does."""
-    result = subprocess.run([sys.executable, str(TIMING), str(ROOT / "ppo_lunarlander_vec.py"), "--num-envs", "2",
-                             "--vectorization-mode", "async", "--total-timesteps", "256", "--num-steps", "64", "--minibatch-size", "32",
-                             "--eval-every", "0"], cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    another folder (the root on PYTHONPATH), timing.py's lesson must be importable there, as under `python
+    <script>`."""
+    result = launch.run([*TIMING, "ppo_lunarlander_vec.py", "--num-envs", "2", "--vectorization-mode", "async",
+                         "--total-timesteps", "256", "--num-steps", "64", "--minibatch-size", "32", "--eval-every", "0"],
+                        tmp_path, timeout=180)
     assert result.returncode == 0, result.stderr
     assert "2 updates; start-up" in result.stdout
 
@@ -58,10 +55,8 @@ def test_breakdown_of_a_run_with_async_envs(tmp_path):
 def test_not_a_script_of_the_library(tmp_path):
     other = tmp_path / "other.py"
     other.write_text("def main():\n    pass\n")
-    result = subprocess.run([sys.executable, str(TIMING), str(other)], capture_output=True, text=True, timeout=60)
-    assert result.returncode != 0
-    assert result.stderr.strip().splitlines() == ["timing.py: other has no collect_rollout(): not one of the "
-                                                  "library's scripts"]
-    result = subprocess.run([sys.executable, str(TIMING), str(tmp_path / "missing.py")], capture_output=True,
-                            text=True, timeout=60)
-    assert result.returncode == 2 and "no script at" in result.stderr
+    for script in (str(other), "missing.py"):
+        result = launch.run([*TIMING, script], tmp_path, timeout=60)
+        assert result.returncode == 2
+        (line,) = result.stderr.strip().splitlines()
+        assert line.startswith(f"timing.py: {script} is not one of the library's scripts (ppo_cartpole.py, "), line

@@ -6,43 +6,24 @@ envs' episodes all end where the rollouts end, so a resumed run sees exactly the
 sees (tests/scripted_runs.py says how). Also: Breakout's same seed gives the same run, Pendulum's beta is halved
 and doubled through train() and comes back on resume."""
 
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 import scripted_runs
-from conftest import ROOT
+from benchmarks.core.runs import read_scalars  # (how every record in benchmarks/ reads a run folder)
 from conftest import scalars as tensorboard_scalars  # (TensorBoard's own reader, every event kept)
+from fingerprint import CONFIGS as TINY, EVALUATING
 
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import benchmark  # noqa: E402  (benchmarks/benchmark.py: how the record reads a run folder)
-
-# 3 updates of 12 samples (one env x 12 steps, or two envs x 6 steps: a multiple of 6 steps, so every rollout ends
-# on an episode boundary), minibatches of 6, tiny networks, on the CPU, the vector envs stepped in the driver's
-# process (sync: async workers would not have the test envs).
+# 3 updates of fingerprint.py's tiny configurations (12 samples each, on the counting envs).
 UPDATES, STOP_AFTER = 3, 1
-CONFIGS = {
-    "ppo_cartpole": ["--env-id", "CountingTest-v0", "--num-steps", "12", "--minibatch-size", "6",
-                     "--update-epochs", "2", "--hidden-size", "8"],
-    "ppo_lunarlander_vec": ["--env-id", "CountingTest-v0", "--num-envs", "2", "--num-steps", "6",
-                            "--minibatch-size", "6", "--update-epochs", "2", "--hidden-size", "8",
-                            "--vectorization-mode", "sync", "--vf-clip-coef", "0.05"],
-    # the KL penalty with a target no update can stay under: beta doubles after every update, so the resumed run
-    # must take it from the checkpoint; value clipping on (off by default here) with a range small enough to act
-    "ppo_pendulum_continuous": ["--env-id", "CountingContinuousTest-v0", "--num-envs", "2", "--num-steps", "6",
-                                "--minibatch-size", "6", "--update-epochs", "2", "--hidden-size", "8",
-                                "--vectorization-mode", "sync", "--objective", "kl", "--kl-target", "1e-9",
-                                "--clip-vloss", "--vf-clip-coef", "0.0002"],
-    "ppo_breakout_atari": ["--num-envs", "2", "--num-steps", "6", "--minibatch-size", "6", "--update-epochs", "2",
-                           "--hidden-size", "16", "--vf-clip-coef", "0.05", "--precision", "fp32", "--no-cuda",
-                           "--vectorization-mode", "sync"],
-    "ppo_mario_cnn": ["--num-envs", "2", "--num-steps", "6", "--minibatch-size", "6", "--train-pi-iters", "3",
-                      "--train-v-iters", "3", "--hidden-size", "16", "--precision", "fp32", "--no-cuda",
-                      "--vectorization-mode", "sync"],
-}
-EVALUATING = ["ppo_lunarlander_vec", "ppo_pendulum_continuous", "ppo_breakout_atari", "ppo_mario_cnn"]
+# What these runs add to them. Pendulum: the KL penalty with a target no update can stay under: beta doubles
+# after every update, so the resumed run must take it from the checkpoint; value clipping on (off by default
+# here) with a range small enough to act. (The fingerprint's Pendulum runs set these in their variants instead.)
+WHOLE_RUN_FLAGS = {"ppo_pendulum_continuous": ["--objective", "kl", "--kl-target", "1e-9", "--clip-vloss",
+                                               "--vf-clip-coef", "0.0002"]}
+CONFIGS = {module: [*argv, *WHOLE_RUN_FLAGS.get(module, [])] for module, argv in TINY.items()}
 # Breakout's same-seed runs, on the real game: one update of 2 envs x 32 steps. Runs "a" and "c" (another seed) in
 # one process, "b" (a's seed) in another.
 BREAKOUT_GAME = ["--total-timesteps", "64", "--num-envs", "2", "--num-steps", "32", "--minibatch-size", "32",
@@ -153,8 +134,8 @@ def test_a_stopped_and_resumed_run_ends_as_the_run_that_never_stopped(module, ru
 @pytest.mark.parametrize("module", list(CONFIGS))
 def test_a_resumed_runs_folder_reads_as_the_run_that_never_stopped(module, runs):
     """The stopped and resumed run's folder, two events files, read as TensorBoard reads it (the resumed run's
-    writer has it drop what the stopped one logged past the checkpoint) and as benchmark.read_scalars reads it
-    (which finds the checkpoint's step in the logs): both hold what the run that never stopped logged."""
+    writer has it drop what the stopped one logged past the checkpoint) and as benchmarks.core.runs.read_scalars
+    reads it (which finds the checkpoint's step in the logs): both hold what the run that never stopped logged."""
     results, _ = runs(module, 1)
     runs(module, 2)  # (the resumed run, into the stopped run's folder)
     straight, stopped = Path(results["straight"]["run_dir"]), Path(results["stopped"]["run_dir"])
@@ -164,15 +145,15 @@ def test_a_resumed_runs_folder_reads_as_the_run_that_never_stopped(module, runs)
     def without_sps(points: dict) -> dict:  # (charts/SPS counts wall time: it differs run to run)
         return {tag: values for tag, values in points.items() if tag != "charts/SPS"}
 
-    def read_by_benchmark(run_dir) -> dict:  # benchmark.read_scalars' events as {tag: [(step, value), ...]}
+    def read_by_benchmarks(run_dir) -> dict:  # read_scalars' events as {tag: [(step, value), ...]}
         return without_sps({tag: [(e.step, e.value) for e in events]
-                            for tag, events in benchmark.read_scalars(run_dir)[0].items()})
+                            for tag, events in read_scalars(run_dir)[0].items()})
 
-    expected = read_by_benchmark(straight)
+    expected = read_by_benchmarks(straight)
     if module in scripted_runs.STOPPER_SCRIPTS:  # the stopped process did log past its checkpoint (step 12)
         assert max(step for step, _ in tensorboard_scalars(files[0])["charts/episodic_return"]) > 12
     assert without_sps(tensorboard_scalars(stopped)) == expected
-    assert read_by_benchmark(stopped) == expected
+    assert read_by_benchmarks(stopped) == expected
 
 
 @pytest.mark.parametrize("module", EVALUATING)

@@ -2,7 +2,7 @@
 
 Every tool that trains or plays a lesson goes through here: benchmark.py and the grid start processes
 (`process`), ship.py, timing.py and gpu_check.py run main() in process (`run_main`), and so do the tests'
-drivers (tests/scripted_runs.py, tests/fingerprint.py, the torchrun driver in tests/conftest.py), each in a
+drivers (tests/scripted_runs.py, tests/fingerprint.py, tests/torchrun_driver.py), each in a
 fresh process of its own started with `python_command`. The lessons are modules at the repository's root;
 `python -m benchmarks.<tool>` from the root finds them, and a process started here finds them through
 PYTHONPATH (`environment`), so that nothing edits sys.path.
