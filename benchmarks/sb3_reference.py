@@ -19,8 +19,9 @@ e: the game's x is 8 x (env e's cumulative `l` - 71.5 per game so far). The chec
 game, which is 71.5 if each env's unfinished last game (agent frames in no row) ran 3-10k frames, no longer than
 the games about it. Beside it, the simplest axis: the cumulative sum of `l` over the 8 files merged by time
 (t_start + t), the emulator frames of the games finished so far, reset frames included. It puts a game 2.3%
-further along at 10M frames (6% at 1M); at the table's marks up to 10M that moves SB3's figure by 0.5-2.2
-points, but by up to 11 where the curve climbs fast (9.3M; the CSV holds both).
+further along at 10M frames (6% at 1M); at the default marks up to 10M that moves SB3's figure by 0.5-2.2
+points, by up to 11 between them where the curve climbs fast (9.3M), and past 10M by up to 32 (26.25M; at the
+40M-frame record's marks up to 29, at 16M; the CSV holds both axes every 50k frames).
 
 Usage (--monitors: a git dir of DLR-RM/rl-trained-agents, read at --commit, or a folder holding the 8 files):
     python -m benchmarks.sb3_reference --monitors /path/to/rl-trained-agents.git

@@ -29,26 +29,14 @@ renders off-screen).
 `gifs` draws each file with its GIF_SETTINGS (the defaults, but for Mario's: seed 6's episode, to the flag), which
 the flags given replace.
 
-The runs behind agents/ (the first four on 2 CPU cores shared with a Breakout run; the commands of
-benchmarks/README.md, each lesson's best seed there), each then exported with `export` and drawn with `gif`:
+`play NAME ...` plays agents/NAME.pt through its script's `--play` for PLAY_EPISODES episodes (as the lesson plays:
+greedy for the MLP lessons, sampled from pi for the pixel ones, with the script's default seed) and writes the
+command and what it printed to agents/NAME.play.txt; `readme` writes agents/README.md from the policy files'
+"source" strings, ORIGINS (why each run) and the play logs (`readme --check`: exit 1 where it is out of date).
+README's results table (benchmarks/results.py) and its "Watch" line quote those logs and nothing else.
 
-    agents/cartpole.pt     python ppo_cartpole.py --seed 1
-    agents/lunarlander.pt  python ppo_lunarlander_vec.py --seed 2
-    agents/pendulum.pt     python ppo_pendulum_continuous.py --seed 2 --clip-vloss    (--objective clip: the default)
-    agents/hopper.pt       python ppo_pendulum_continuous.py --env-id Hopper-v5 --seed 3 --exp-name table1-clip0.2
-                               --total-timesteps 1000000 --num-envs 8 --num-steps 256 --learning-rate 3e-4
-                               --update-epochs 10 --minibatch-size 64 --gamma 0.99 --gae-lambda 0.95 --ent-coef 0
-                               --eval-every 0 --checkpoint-every 25 --objective clip --clip-coef 0.2
-                           (benchmarks/mujoco_grid.py's run of Hopper-v5, clip0.2, seed 3)
-    agents/breakout.pt     python ppo_breakout_atari.py --seed 1 --total-timesteps 10000000 --no-cuda
-                               --vectorization-mode sync --no-anneal-clip --exp-name long40m-constclip
-                           (issue 27's 40M-frame run with epsilon held at 0.1, resumed across sessions, the best
-                           of its four runs over the last 100 games: benchmarks/README.md)
-    agents/mario.pt        python ppo_mario_cnn.py --total-timesteps 249856 --no-cuda --no-anneal-lr --eval-every 15
-                               --eval-episodes 10 --seed 1 --exp-name sweep-simple-lam095, then --resume with
-                               --total-timesteps 2000000 --eval-every 20 --eval-episodes 20 --target-flag-rate 0.5
-                           (issue 28's run to the flag, ended at 819,200 steps: benchmarks/README.md, "To the flag";
-                           its GIF with --seed 6 --seconds 22 --fps 8 --width 200: GIF_SETTINGS)
+    python -m benchmarks.ship play cartpole breakout   # agents/cartpole.play.txt, agents/breakout.play.txt
+    python -m benchmarks.ship readme                   # agents/README.md
 """
 
 from __future__ import annotations
@@ -70,9 +58,29 @@ import tyro
 from PIL import Image
 
 from benchmarks.core import launch
+from common.lessons import LESSONS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = launch.ROOT
 AGENTS = ROOT / "agents"
+PLAY_EPISODES = 20
+# Why each shipped agent is the run it is (the figures are the record's: benchmarks/README.md and its CSVs).
+ORIGINS = {
+    "cartpole.pt": "The default recipe, seed 1; all five of the benchmark's seeds end at 500 (ppo_cartpole.csv).",
+    "lunarlander.pt": "The default recipe with the benchmark's best seed, 2 (last 20 training episodes 280.7, greedy "
+                      "281.2 over 100 episodes: ppo_lunarlander_vec.csv), trained again by the same command.",
+    "pendulum.pt": "The clipped objective (the default) with --clip-vloss, as the benchmark ran it, and its best seed, "
+                   "2 (last 20 training episodes -175.5, greedy -139.6 over 20: ppo_pendulum_continuous-clip.csv), "
+                   "trained again by the same command.",
+    "hopper.pt": "Table 1's clip0.2 run of Hopper-v5 (benchmarks.mujoco_grid), the best of its three seeds over the "
+                 "last 100 training episodes (seed 3: 2737.1; seeds 1 and 2: 2460.1, 2616.8; mujoco/runs.csv).",
+    "breakout.pt": "The best of the four 40M-frame runs over the last 100 games (416.2), and the only one trained with "
+                   "a changed flag: --no-anneal-clip (CleanRL's constant epsilon), one seed. The default recipe "
+                   "(Table 5's annealed epsilon) ends at 349.1-369.8: breakout-annealed.pt is its better seed.",
+    "breakout-annealed.pt": "The default recipe (Table 5's epsilon annealed with the learning rate) at 40M frames, the "
+                            "better of its two seeds over the last 100 games (seed 2: 369.8; seed 1: 350.2).",
+    "mario.pt": "The run to the flag: run (a) of the settings sweep resumed until --target-flag-rate 0.5, which ended "
+                "it at the first evaluation with 10 or more of 20 episodes at the flag (819,200 steps).",
+}
 # What --play needs of a checkpoint; the rest (optimizer, iteration, schedule, rng, ...) stays behind.
 KEPT = ("script", "args", "agent", "global_step")
 # Flags of a run that are not part of the command that trains it again.
@@ -226,6 +234,60 @@ def gif(policy_path: str, out: str, seconds: float = GIF_DEFAULTS["seconds"], fp
     return {"frames": len(frames), "return": returns[0], "bytes": os.path.getsize(out), "episode": episode}
 
 
+def play(name: str, episodes: int = PLAY_EPISODES) -> Path:
+    """Play agents/<name>.pt through its script's --play for `episodes` episodes, in a process of its own, and write
+    the command and its output to agents/<name>.play.txt (atomically). Returns the log's path."""
+    policy = AGENTS / f"{name}.pt"
+    if not policy.is_file():
+        fail(f"no policy file at {policy}")
+    script = torch.load(policy, map_location="cpu", weights_only=True)["script"]
+    argv = ["--play", f"agents/{name}.pt", "--episodes", str(episodes)]
+    if pixels(script):
+        argv.append("--no-cuda")  # (the pixel lessons would take a GPU where there is one: the log is the CPU's)
+    result = launch.run(launch.python_command(script, *argv), ROOT)
+    if result.returncode != 0:
+        fail(f"{script} {' '.join(argv)} exited with status {result.returncode} ({launch.last_line(result.stderr)})")
+    log = AGENTS / f"{name}.play.txt"
+    log.with_name(log.name + ".tmp").write_text(f"$ python {script} {' '.join(argv)}\n{result.stdout}")
+    os.replace(log.with_name(log.name + ".tmp"), log)
+    return log
+
+
+def pixels(script: str) -> bool:
+    """Whether the lesson learns from frames (its --play samples from pi; the MLP lessons' plays greedily)."""
+    return next(lesson.pixels for lesson in LESSONS if lesson.script == script)
+
+
+def play_summary(name: str) -> str:
+    """What agents/<name>.play.txt says: the mean return +/- its std over the episodes, how many, greedy or
+    sampled, and for Mario how many reached the flag."""
+    from benchmarks.results import play_log
+
+    log = play_log(name)
+    how = "sampled" if pixels(log["command"].split()[1]) else "greedy"
+    flags = f"; the flag in {log['flags'][0]} of {log['flags'][1]}" if log["flags"] else ""
+    return f"{log['summary']} over {len(log['returns'])} episodes ({how}; +/- over the episodes){flags}"
+
+
+def readme() -> str:
+    """agents/README.md: each policy file's run, step and command (its "source"), why that run, its play log."""
+    lines = ["# The shipped agents", "",
+             "Policy files of trained runs (`python -m benchmarks.ship export`), each with its GIF and the log of its "
+             f"`--play` over {PLAY_EPISODES} episodes (`python -m benchmarks.ship play NAME`: greedy for the MLP "
+             "lessons, sampled from pi for the pixel ones, the script's default seed, on the CPU). This page is "
+             "written by `python -m benchmarks.ship readme`; README's results table and its \"Watch\" line quote "
+             "these logs.", ""]
+    for path in sorted(AGENTS.glob("*.pt")):
+        policy = torch.load(path, map_location="cpu", weights_only=True)
+        name = path.stem
+        lines += [f"## `{path.name}`", "",
+                  f"- lesson: `{policy['script']}`, {policy['args']['env_id']}, {policy['global_step']:,} steps",
+                  f"- run: {policy['source']}",
+                  f"- why this run: {ORIGINS[path.name]}",
+                  f"- `--play`: {play_summary(name)}; the log: [`{name}.play.txt`]({name}.play.txt)", ""]
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -233,6 +295,10 @@ def main() -> None:
     p.add_argument("checkpoint", help="runs/<run>/checkpoint.pt")
     p.add_argument("out", help="the policy file to write, e.g. agents/cartpole.pt")
     p.add_argument("--source", help='the "source" string (default: the run folder, step and command)')
+    p = commands.add_parser("play", help=f"write agents/NAME.play.txt: --play over {PLAY_EPISODES} episodes")
+    p.add_argument("names", nargs="+", help="agents/NAME.pt, e.g. cartpole")
+    p = commands.add_parser("readme", help="write agents/README.md")
+    p.add_argument("--check", action="store_true", help="exit 1 where agents/README.md is out of date")
     for name, about in (("gif", "write the GIF of a policy file's first --play episode"),
                         ("gifs", "write the GIF of every agents/*.pt, beside it")):
         p = commands.add_parser(name, help=about)
@@ -250,6 +316,20 @@ def main() -> None:
     if args.command == "export":
         policy = export(args.checkpoint, args.out, args.source)
         print(f"{args.out}: {os.path.getsize(args.out):,} bytes, {policy['source']}")
+        return
+    if args.command == "play":
+        for name in args.names:
+            print(f"{play(name)}: {play_summary(name)}")
+        return
+    if args.command == "readme":
+        text, path = readme() + "\n", AGENTS / "README.md"
+        if args.check:
+            if not path.is_file() or path.read_text() != text:
+                print("agents/README.md is out of date: run python -m benchmarks.ship readme", file=sys.stderr)
+                raise SystemExit(1)
+            return
+        path.write_text(text)
+        print(f"{path}: {len(list(AGENTS.glob('*.pt')))} agents")
         return
     jobs = [(args.policy, args.out, {})] if args.command == "gif" else [
         (str(path), str(path.with_suffix(".gif")), GIF_SETTINGS.get(path.name, {}))

@@ -130,3 +130,17 @@ def test_curves_by_hand_and_the_plot(tmp_path):
     png = tmp_path / "curves.png"
     ref.plot(series, png, window=2)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+def test_the_docstrings_axis_figures_are_the_committed_curves():
+    """The docstring's "by up to 11 ... (9.3M)" and "past 10M by up to 32 (26.25M)": the largest gaps between
+    the committed curve's two axes, up to 10M frames and past them."""
+    rows = [row for row in csv.DictReader(open(ref.OUT)) if row["mean_last_100"] and row["mean_last_100_sum_of_l"]]
+    gaps = [(abs(float(row["mean_last_100"]) - float(row["mean_last_100_sum_of_l"])), int(row["frames"]))
+            for row in rows]
+    early = max(gap for gap in gaps if gap[1] <= 10_000_000)
+    late = max(gap for gap in gaps if gap[1] > 10_000_000)
+    assert (round(early[0]), early[1]) == (11, 9_300_000) and (round(late[0]), late[1]) == (32, 26_250_000)
+    text = " ".join(ref.__doc__.split())
+    assert "by up to 11 between them where the curve climbs fast (9.3M)" in text
+    assert "past 10M by up to 32 (26.25M;" in text
