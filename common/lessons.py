@@ -6,11 +6,24 @@ the pair's changed lines of code outside copied blocks to at most that many (com
 that may only come down as the scripts converge). tests/test_conventions.py checks that this list is the
 ``ppo_*.py`` files on disk and that each ``env_id`` is its script's default; tests/test_diff_matrix.py that the
 neighbours are the ones the docstrings name.
+
+A lesson's ``figures`` are the committed learning curves (benchmarks/results/) whose numbers its docstring's "What
+you should see" quotes: its page shows them right after that text (render/lesson.py), with their captions and alt
+texts; tests/test_site.py checks that they are there, byte for byte the committed PNGs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A committed figure of the benchmark record, as a lesson's page shows it."""
+
+    path: str  # the PNG, from the repository's root: benchmarks/results/ppo_cartpole.png
+    caption: str  # what it plots: the statistic, the seeds, the budget, the machine
+    alt: str  # what it shows, in words, for a reader who cannot see it
 
 
 @dataclass(frozen=True)
@@ -20,6 +33,7 @@ class Lesson:
     pixels: bool  # it learns from frames with a CNN (the MLP lessons read flat observations)
     neighbour: str | None = None  # the script it is diffed against; None for the first lesson
     bound: int | None = None  # the most changed lines of code the diff from its neighbour may have
+    figures: tuple[Figure, ...] = ()  # the curves its "What you should see" quotes, in the order it quotes them
 
     @property
     def module(self) -> str:  # ppo_cartpole
@@ -43,13 +57,67 @@ class Lesson:
 # were chosen in 250k-step runs (issue 28: the learning rates constant, and lambda's comment says why it stays
 # Breakout's), +2. Where a bound is above its aim (common.diff_matrix.AIMS), README's pair heading and
 # benchmarks/README.md say what the rest of that diff is.
+# Each lesson's figures: the runs its docstring's "What you should see" quotes (every number there is read off
+# these runs' committed curves CSVs). Breakout quotes three budgets, 2M frames (the CPU run of its Usage), the
+# default 10M and the published 40M, so it shows the three figures, in that order; Mario quotes its 249,856-step run
+# and the same run resumed to the flag, which is ppo_mario_cnn-long.png (ppo_mario_cnn.png is an older,
+# 122,880-step comparison of the action sets that the docstring does not quote).
+_RESULTS = "benchmarks/results/"
 LESSONS = (
-    Lesson("ppo_cartpole.py", "CartPole-v1", pixels=False),
-    Lesson("ppo_lunarlander_vec.py", "LunarLander-v3", pixels=False, neighbour="ppo_cartpole.py", bound=109),
-    Lesson("ppo_pendulum_continuous.py", "Pendulum-v1", pixels=False, neighbour="ppo_lunarlander_vec.py", bound=161),
+    Lesson("ppo_cartpole.py", "CartPole-v1", pixels=False, figures=(
+        Figure(_RESULTS + "ppo_cartpole.png",
+               "The return (mean of the last 20 training episodes) of 5 seeds, their mean and min-max band, over "
+               "the default 100k steps, against the target 475; on 2 CPU cores.",
+               "Learning curves of ppo_cartpole.py on CartPole-v1: the five seeds' returns rise from about 20 to "
+               "500 by 50k steps, where they stay but for one seed's dips, and end at 500."),)),
+    Lesson("ppo_lunarlander_vec.py", "LunarLander-v3", pixels=False, neighbour="ppo_cartpole.py", bound=109, figures=(
+        Figure(_RESULTS + "ppo_lunarlander_vec.png",
+               "Left: the return (mean of the last 20 training episodes) of 3 seeds, their mean and min-max band, "
+               "over the default 1M steps, target 200. Right: the greedy policy's evaluations, target 250. On 2 "
+               "CPU cores.",
+               "Learning curves of ppo_lunarlander_vec.py on LunarLander-v3: the three seeds' training returns "
+               "rise from about -200 to about 280 over 1M steps; the greedy evaluations from about -100 to about "
+               "275."),)),
+    Lesson("ppo_pendulum_continuous.py", "Pendulum-v1", pixels=False, neighbour="ppo_lunarlander_vec.py", bound=161,
+           figures=(
+        Figure(_RESULTS + "ppo_pendulum_continuous.png",
+               "Left: the return (mean of the last 20 training episodes) of --objective clip and of kl, each the "
+               "mean of 3 seeds with its min-max band, over the default 300k steps, target -200. Right: the greedy "
+               "policy's evaluations. On 2 CPU cores.",
+               "Learning curves of ppo_pendulum_continuous.py on Pendulum-v1, clip against kl: both training "
+               "returns rise from about -1200 to about -170 by 100k steps and stay there; the evaluations end "
+               "near -150."),)),
     Lesson("ppo_breakout_atari.py", "BreakoutNoFrameskip-v4", pixels=True, neighbour="ppo_lunarlander_vec.py",
-           bound=187),
-    Lesson("ppo_mario_cnn.py", "SuperMarioBros-v0", pixels=True, neighbour="ppo_breakout_atari.py", bound=250),
+           bound=187, figures=(
+        Figure(_RESULTS + "ppo_breakout_atari.png",
+               "2M frames (--total-timesteps 500000 --no-cuda). Left: the score (mean of the last 20 whole games); "
+               "right: the evaluations (3 sampled games). bf16 and fp32, each the mean of 2 seeds with its min-max "
+               "band; on 2 CPU cores.",
+               "Breakout learning curves over 2M frames, bf16 and fp32: the score rises from 0 to 12-14, the "
+               "evaluations from about 5 to 11-15."),
+        Figure(_RESULTS + "ppo_breakout_atari-10M.png",
+               "10M frames, the default 2.5M steps. Left: the score (mean of the last 20 whole games); right: the "
+               "evaluations (3 sampled games). Seeds 1 and 2, their mean and min-max band; bf16 on 2 CPU cores.",
+               "Breakout learning curves over 10M frames, two seeds: the score rises from 0 to about 50 by 2M "
+               "steps and stays between 40 and 80; the evaluations rise from 15 to 55 and 120."),
+        Figure(_RESULTS + "ppo_breakout_atari-40M.png",
+               "40M frames, the published 10M steps (--total-timesteps 10000000). The score (mean of the last 100 "
+               "whole games) by frames: the default's seeds 1 and 2, and seed 1 with epsilon constant and in fp32, "
+               "beside SB3's trained agent (1 seed) and CleanRL's final score (3 seeds); on 2 CPU cores, across "
+               "sessions.",
+               "Breakout learning curves over 40M frames: four runs' scores rise from 0 to 350-420, beside SB3's "
+               "curve ending near 390 and CleanRL's final 415 with its error bar."),
+    )),
+    Lesson("ppo_mario_cnn.py", "SuperMarioBros-v0", pixels=True, neighbour="ppo_breakout_atari.py", bound=250,
+           figures=(
+        Figure(_RESULTS + "ppo_mario_cnn-long.png",
+               "Seed 1: the 249,856-step run with the defaults, resumed with --target-flag-rate 0.5 to its end at "
+               "819,200 steps. Left: x position (mean of the last 100 training episodes) and the evaluations, the "
+               "flag at x 3,161; middle: the share of episodes at the flag; right: where Mario died in the last "
+               "2,000 training episodes. On 2 CPU cores, across sessions on two machines.",
+               "Mario's run to the flag on World 1-1: the x position rises from about 300 to 2,800 over 819,200 "
+               "steps, the share of episodes at the flag from 0 to 0.6; deaths are most frequent near x 1,750 and "
+               "2,450."),)),
 )
 SCRIPTS = tuple(lesson.script for lesson in LESSONS)
 MODULES = tuple(lesson.module for lesson in LESSONS)

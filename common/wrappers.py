@@ -10,10 +10,12 @@ a copy has drifted from the original below, and ``python -m common.check_copies 
 
 CartPole, LunarLander and Pendulum need no wrapper beyond gymnasium's own. Below: the Atari preprocessing
 stack of Mnih et al. 2015 (Nature DQN) as openai/baselines implements it (baselines/common/atari_wrappers.py),
-with two of baselines' own additions: FIRE pressed on reset, and the game carried on after a lost life rather
-than restarted. In the order a script applies them: NoopReset, MaxAndSkip, EpisodicLife, FireReset,
-GrayscaleResize, ClipReward, FrameStack. Each is tested against gymnasium's own equivalent
-(tests/test_atari_wrappers.py), and where one deliberately differs, its docstring and its test say how and why.
+with two of baselines' own additions: FIRE pressed on reset (baselines then presses action 2 as well, FireReset
+does not: its docstring says why), and the game carried on after a lost life rather than restarted. In the
+order a script applies them: NoopReset, MaxAndSkip, EpisodicLife, FireReset, GrayscaleResize, ClipReward,
+FrameStack. Each is tested against gymnasium's own equivalent, and the whole stack against SB3's AtariWrapper,
+baselines' stack as SB3 ships it (tests/test_atari_wrappers.py); where one deliberately differs, its docstring
+and its test say how and why.
 Then Super Mario Bros (ppo_mario_cnn.py, tests/test_mario.py): ToGymnasium, which gives the script a gymnasium
 env whichever API the installed gym-super-mario-bros speaks, and MarioReward, the reward shaping of
 uvipen/Super-mario-bros-PPO-pytorch (src/env.py, CustomReward) less its level-specific and time-limit terms;
@@ -52,9 +54,9 @@ class MaxAndSkip(gym.Wrapper):
     frames. The agent decides `skip` times less often, and an object that the game draws on only one of the
     last two frames (a flickering sprite) still shows in the observation.
 
-    Differs from gymnasium's MaxAndSkipObservation only when the episode ends before the last frame of a
-    skip: that one maxes two buffers still holding frames of an earlier step, this one the last two frames
-    actually seen (or the one, if the episode ended on the first)."""
+    Differs from gymnasium's MaxAndSkipObservation, and baselines' and SB3's MaxAndSkipEnv, only when the
+    episode ends before the last frame of a skip: those max two buffers still holding frames of an earlier
+    step, this one the last two frames actually seen (or the one, if the episode ended on the first)."""
 
     def __init__(self, env: gym.Env, skip: int = 4):
         super().__init__(env)
@@ -107,7 +109,16 @@ class EpisodicLife(gym.Wrapper):
 class FireReset(gym.Wrapper):
     """Press FIRE on every reset, in games that wait for it (Breakout: it launches the ball), so that no
     episode starts with the game waiting for the policy to press it. With EpisodicLife below, that includes
-    the reset after each lost life."""
+    the reset after each lost life.
+
+    Differs from baselines' FireResetEnv (baselines/common/atari_wrappers.py), and so from SB3's, which CleanRL's
+    ppo_atari.py uses: those press FIRE and then action 2 (RIGHT in Breakout), each followed by a reset if the
+    game ended; baselines' source gives no reason for the second press. Here the policy chooses that step
+    itself: an episode starts one agent step (4 frames) earlier and, at a game's start, with Breakout's paddle
+    12 pixels left of where that RIGHT moves it. With SB3's FireResetEnv in its place, make_env's frames,
+    rewards, ends and lives are SB3's AtariWrapper's step for step, but for MaxAndSkip's frame at a game over
+    (tests/test_atari_wrappers.py). Kept because every committed Breakout run, and agents/breakout.pt, was
+    trained with FIRE alone."""
 
     def __init__(self, env: gym.Env):
         super().__init__(env)

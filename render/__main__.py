@@ -4,10 +4,10 @@
     python -m render --out /tmp/s    # elsewhere
     python -m render.diff cartpole lunarlander --hide-prose   # the neighbour diff in a terminal
 
-The pages are made from the files as they are (the scripts, README.md, benchmarks/README.md, common/), so there
-is no second copy of any lesson text to keep in step; the same files give the same site, byte for byte. The
-equations are typeset here, by KaTeX under Node.js (`npm ci` in render/katex/ runs on the first build); a page
-fetches nothing when it is read.
+The pages are made from the files as they are (the scripts, README.md, benchmarks/README.md, common/, and the
+committed figures of benchmarks/results/ they show), so there is no second copy of any lesson text to keep in step;
+the same files give the same site, byte for byte. The equations are typeset here, by KaTeX under Node.js (`npm ci`
+in render/katex/ runs on the first build); a page fetches nothing when it is read.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from common.lessons import SCRIPTS
+from common.lessons import LESSONS, SCRIPTS
 from render import diffs
 from render.equations import typeset, vendor
 from render.html import pygments_css
@@ -45,14 +45,18 @@ def build(out: Path, root: Path = ROOT) -> list[Path]:
         shutil.copyfile(root / script, out / "raw" / script)
     for module in sorted((root / "common").glob("*.py")):
         shutil.copyfile(module, out / "raw" / "common" / module.name)
+    for figure in (figure for lesson in LESSONS for figure in lesson.figures):  # the lesson pages' curves
+        (out / "raw" / figure.path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(root / figure.path, out / "raw" / figure.path)
 
     pages = diffs.build_diff_pages(out, root)
     pairs = diffs.pair_pages()  # (from, to, href from the site's root)
     equations = typeset()
-    for script in SCRIPTS:
+    for lesson in LESSONS:
+        script = lesson.script
         neighbours = [("../" + href, f"{a} -> {b}") for a, b, href in pairs if script in (a, b)]
         path = out / "lessons" / f"{script[:-3]}.html"
-        path.write_text(lesson_page(read_lesson(root / script), equations, neighbours))
+        path.write_text(lesson_page(read_lesson(root / script), equations, neighbours, lesson.figures))
         pages.append(path)
     (out / "index.html").write_text(index_page(root, out, pairs))
     (out / "benchmarks.html").write_text(benchmarks_page(root, out))

@@ -10,7 +10,9 @@ Every line of the script is on the page once, in order, under an anchor named as
 - an equation that a row cites (its notes, its trailing comments or its help texts: "eq. 7", "eqs. 7-9",
   "Generalized Advantage Estimation") is typeset beside it, from render.equations' table;
 - a checked copy (`# Copied from common.<module>.<Name>`) is folded (HTML `details`) under a line that names the
-  original and the other lessons carrying the same copy; the plumbing below the fence is folded under the fence.
+  original and the other lessons carrying the same copy; the plumbing below the fence is folded under the fence;
+- the lesson's learning curves (common.lessons' `figures`, committed PNGs of benchmarks/results/) are in the module
+  docstring's note, right after its "What you should see", each with its caption.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import inspect
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import markdown
 from pygments import highlight
@@ -25,6 +28,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
 from common.check_copies import CopiedBlock
+from common.lessons import Figure
 from render.equations import EQUATIONS, cited
 from render.html import esc, page
 from render.source import Lesson, carriers
@@ -85,29 +89,60 @@ def rows(lesson: Lesson, first: int, last: int) -> list[Row]:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _docstring_markdown(text: str) -> str:
+def _docstring_parts(text: str) -> list[tuple[str, list[str]]]:
     """A docstring's plain-text layout as Markdown: an unindented line followed by indented ones is a heading
-    (shown bold), the indented lines its paragraphs; the lines under "Usage" are commands (a code block)."""
+    (shown bold), the indented lines its paragraphs; the lines under "Usage" are commands (a code block).
+
+    In parts, (title, Markdown lines): a part starts at each heading (titled by it) and at each unindented line after
+    a blank one ("Differs from: nothing, ...", titled by its text); the first part, the summary line's, is titled "".
+    Joined by newlines, the parts are the docstring's Markdown (_docstring_markdown)."""
     lines = inspect.cleandoc(text).splitlines()
-    out, in_usage = [], False
+    parts: list[tuple[str, list[str]]] = [("", [])]
+    in_usage = False
     for i, line in enumerate(lines):
+        out = parts[-1][1]
         following = lines[i + 1] if i + 1 < len(lines) else ""
         if line and not line[0].isspace() and following.startswith("    "):
             if in_usage:
                 out.append("```")
             in_usage = line.strip() == "Usage"
-            out += ["", f"**{line.strip()}**", ""] + (["```"] if in_usage else [])
+            parts.append((line.strip(), ["", f"**{line.strip()}**", ""] + (["```"] if in_usage else [])))
             continue
         if in_usage and not line.strip():
             out.append("```")
             in_usage = False
+        if line and not line[0].isspace() and i > 0 and not lines[i - 1].strip():
+            parts.append((line.strip(), []))  # a paragraph of its own, between blank lines: a block boundary
+            out = parts[-1][1]
         line = line[4:] if line.startswith("    ") else line
         if re.match(r"^\[\w+\] ", line):  # a reference, "[PPO] Schulman et al. ...": one item each
             line = "- " + line
         out.append(line if in_usage else _no_numbered_list(line))
     if in_usage:
-        out.append("```")
-    return "\n".join(out)
+        parts[-1][1].append("```")
+    return parts
+
+
+def _docstring_markdown(text: str) -> str:
+    """The docstring as Markdown (_docstring_parts, joined)."""
+    return "\n".join(line for _, lines in _docstring_parts(text) for line in lines)
+
+
+def _docstring_html(text: str, after: dict[str, str]) -> str:
+    """The docstring rendered, with `after`'s HTML (by part title: "What you should see") placed right after the
+    part of that title (rendered in pieces split there: the parts begin at block boundaries)."""
+    parts = _docstring_parts(text)
+    if not any(title in after for title, _ in parts):
+        return render_markdown(_docstring_markdown(text))
+    html, piece = [], []
+    for title, lines in parts:
+        piece += lines
+        if title in after:
+            html += [render_markdown("\n".join(piece)), after[title]]
+            piece = []
+    if piece:
+        html.append(render_markdown("\n".join(piece)))
+    return "".join(html)
 
 
 def _no_numbered_list(line: str) -> str:
@@ -145,11 +180,12 @@ def _anchors(lines: list[int]) -> str:
     return "".join(f'<span class="anchor" id="L{n}"></span>' for n in lines)
 
 
-def note_html(lesson: Lesson, lines: list[int]) -> str:
+def note_html(lesson: Lesson, lines: list[int], after: dict[str, str] | None = None) -> str:
     """The rendered prose of `lines` (one docstring, or a run of comments and docstrings), every line's anchor
-    at its start."""
+    at its start. `after`: HTML to place after a docstring's part, by the part's title (_docstring_html)."""
     if not lines:
         return ""
+    after = after or {}
     parts, i = [], 0
     while i < len(lines):
         n = lines[i]
@@ -158,7 +194,7 @@ def note_html(lesson: Lesson, lines: list[int]) -> str:
             text = "\n".join(lesson.lines[first - 1:last])
             quote = text.lstrip()[:3]
             body = text.strip()[3:-3] if quote in ('"""', "'''") else text.strip()
-            parts.append(_anchors(list(range(first, last + 1))) + render_markdown(_docstring_markdown(body)))
+            parts.append(_anchors(list(range(first, last + 1))) + _docstring_html(body, after))
             i += last - first + 1
         else:
             run = []
@@ -199,12 +235,13 @@ def equation_html(key: str, typeset: dict[str, str]) -> str:
             f"<figcaption>{esc(EQUATIONS[key].label)}</figcaption></figure>")
 
 
-def row_html(lesson: Lesson, row: Row, highlighted: list[str], typeset: dict[str, str]) -> str:
+def row_html(lesson: Lesson, row: Row, highlighted: list[str], typeset: dict[str, str],
+             after: dict[str, str] | None = None) -> str:
     if row.kind == "heading":  # a section banner: its title as a heading, its three lines as anchors
         title = lesson.lines[row.note[1] - 1][2:].strip() if len(row.note) == 3 else ""
         return (f'<section class="heading" id="sec-{slug(title)}" data-lines="{row.note[0]}-{row.note[-1]}">'
                 f"{_anchors(row.note)}<h2>{esc(title)}</h2></section>")
-    notes = note_html(lesson, row.note)
+    notes = note_html(lesson, row.note, after)
     equations = "".join(equation_html(key, typeset) for key in row_equations(lesson, row))
     lines = row.note + row.code
     span = f"{lines[0]}-{lines[-1]}" if lines else ""
@@ -228,19 +265,22 @@ def copy_summary(lesson: Lesson, copy: CopiedBlock) -> str:
             f'in <a href="../raw/{esc(copy.module)}">{esc(copy.module)}</a>; {shared}</span>')
 
 
-def body_html(lesson: Lesson, first: int, last: int, highlighted: list[str], typeset: dict[str, str]) -> str:
-    """Lines first..last, copied blocks folded."""
+def body_html(lesson: Lesson, first: int, last: int, highlighted: list[str], typeset: dict[str, str],
+              after: dict[str, str] | None = None) -> str:
+    """Lines first..last, copied blocks folded; `after`: note_html's, for the rows before the first copy (the
+    module docstring's)."""
     parts, n = [], first
     copies = [c for c in lesson.copies if first <= c.first <= last]
     for copy in copies:
         if n < copy.first:
-            parts += [row_html(lesson, r, highlighted, typeset) for r in rows(lesson, n, copy.first - 1)]
+            parts += [row_html(lesson, r, highlighted, typeset, after) for r in rows(lesson, n, copy.first - 1)]
+            after = None
         inner = "".join(row_html(lesson, r, highlighted, typeset) for r in rows(lesson, copy.first + 1, copy.last))
         parts.append(f'<details class="copy" data-target="{esc(copy.target)}" data-lines="{copy.first}-{copy.last}">'
                      f"<summary>{copy_summary(lesson, copy)}</summary>{inner}</details>")
         n = copy.last + 1
     if n <= last:
-        parts += [row_html(lesson, r, highlighted, typeset) for r in rows(lesson, n, last)]
+        parts += [row_html(lesson, r, highlighted, typeset, after) for r in rows(lesson, n, last)]
     return "".join(parts)
 
 
@@ -256,12 +296,40 @@ addEventListener("hashchange", openTarget); addEventListener("DOMContentLoaded",
 </script>"""
 
 
-def lesson_page(lesson: Lesson, typeset: dict[str, str], neighbours: list[tuple[str, str]]) -> str:
-    """The whole page. `neighbours`: (href, title) of the diff pages this lesson is in."""
+# The part of the module docstring that a lesson's learning curves illustrate: they are placed right after it.
+SHOULD_SEE = "What you should see"
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    """A PNG's width and height, from its header (the img's attributes: the page keeps its layout while it loads)."""
+    head = path.read_bytes()[:24]
+    if head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
+        raise RuntimeError(f"{path} is not a PNG")
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
+def curve_html(figure: Figure, root: Path) -> str:
+    """One of the lesson's figures (common.lessons.Figure): the committed PNG, which the build copies to
+    raw/<its path>, linked to itself at full size, with its caption."""
+    src = f"../raw/{figure.path}"
+    width, height = png_size(root / figure.path)
+    return (f'<figure class="curve" data-figure="{esc(figure.path)}"><a href="{esc(src)}">'
+            f'<img src="{esc(src)}" alt="{esc(figure.alt)}" width="{width}" height="{height}"></a>'
+            f"<figcaption>{esc(figure.caption)} <code>{esc(figure.path)}</code></figcaption></figure>")
+
+
+def lesson_page(lesson: Lesson, typeset: dict[str, str], neighbours: list[tuple[str, str]],
+                figures: tuple[Figure, ...] = ()) -> str:
+    """The whole page. `neighbours`: (href, title) of the diff pages this lesson is in; `figures`: its learning
+    curves (common.lessons), shown right after the module docstring's "What you should see"."""
     highlighted = highlighted_lines(lesson)
     total = len(lesson.lines)
     end_of_lesson = lesson.fence[0] - 1 if lesson.fence else total
-    body = body_html(lesson, 1, end_of_lesson, highlighted, typeset)
+    curves = "".join(curve_html(figure, lesson.path.parent) for figure in figures)
+    body = body_html(lesson, 1, end_of_lesson, highlighted, typeset, {SHOULD_SEE: curves} if curves else None)
+    if curves and body.count(curves) != 1:
+        raise RuntimeError(f'{lesson.name}: its figures need one docstring part "{SHOULD_SEE}" before its first '
+                           f"copied block, found {body.count(curves)}")
     if lesson.fence:
         first, last = lesson.fence
         fence_text = " ".join(line.lstrip("# ").strip() for line in lesson.lines[first:last - 1])

@@ -1,5 +1,10 @@
 """common/wrappers.py's Atari stack against gymnasium's own wrappers on the same seeded ALE Breakout: the same
-frames and rewards step for step, and where ours deliberately differs, how and why."""
+frames and rewards step for step, and where ours deliberately differs, how and why. Then the lesson's whole
+stack (ppo_breakout_atari.make_env) against Stable-Baselines3's AtariWrapper, SB3's port of openai/baselines'
+atari_wrappers.py: frame for frame the same, but for FireReset, which presses FIRE only where baselines' presses
+FIRE and then action 2."""
+
+import collections
 
 import ale_py
 import cv2
@@ -7,6 +12,9 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from stable_baselines3.common.atari_wrappers import AtariWrapper, EpisodicLifeEnv, FireResetEnv
+
+import ppo_breakout_atari
 from common.wrappers import ClipReward, EpisodicLife, FireReset, FrameStack, GrayscaleResize, MaxAndSkip, NoopReset
 
 gym.register_envs(ale_py)
@@ -149,6 +157,143 @@ def test_fire_reset_presses_fire_after_the_reset():
     expected, *_ = by_hand.step(1)  # FIRE
     np.testing.assert_array_equal(obs, expected)
     assert frame_number(ours) == 1
+
+
+def test_fire_reset_launches_the_ball():
+    # Breakout waits for FIRE: without it, 500 agent steps of NOOP lose no life; after our FireReset's one
+    # FIRE, NOOPs lose a life (the ball was launched and falls past the paddle).
+    waiting = MaxAndSkip(gym.make(ENV_ID), 4)
+    waiting.reset(seed=0)
+    for _ in range(500):
+        waiting.step(0)
+    assert waiting.unwrapped.ale.lives() == 5
+    fired = FireReset(MaxAndSkip(gym.make(ENV_ID), 4))
+    fired.reset(seed=0)
+    for _ in range(100):
+        fired.step(0)
+    assert fired.unwrapped.ale.lives() == 4
+
+
+# Stable-Baselines3's AtariWrapper (stable_baselines3/common/atari_wrappers.py) is openai/baselines' stack
+# (baselines/common/atari_wrappers.py: make_atari + wrap_deepmind) in gymnasium's API; CleanRL's ppo_atari.py
+# imports its wrappers. With its defaults it applies, innermost first, NoopResetEnv(30), MaxAndSkipEnv(4),
+# EpisodicLifeEnv, FireResetEnv (where the game has FIRE), WarpFrame(84), ClipRewardEnv; it stacks no frames.
+
+
+def sb3_stack():
+    """SB3's AtariWrapper with its defaults, over the same RecordEpisodeStatistics as make_env's."""
+    return AtariWrapper(gym.wrappers.RecordEpisodeStatistics(gym.make(ENV_ID)))
+
+
+def inner(env, cls):
+    while not isinstance(env, cls):
+        env = env.env
+    return env
+
+
+def frame_numbers(env):
+    return env.unwrapped.ale.getEpisodeFrameNumber(), env.unwrapped.ale.getFrameNumber()
+
+
+def paddle_columns(env):
+    """The leftmost and rightmost screen columns of Breakout's paddle: RGB row 190 holds the two side walls
+    (columns 0-7 and 152-159) and the 16-pixel paddle between them."""
+    columns = np.nonzero(env.unwrapped.ale.getScreenRGB()[190, 8:152].any(-1))[0] + 8
+    return int(columns[0]), int(columns[-1])
+
+
+def lockstep(ours, sb3, moves, seed, extra_action_after_reset=False):
+    """Plays `moves` on the lesson's stack and on SB3's, resetting each when its episode ends, and checks
+    step by step that the two agree: rewards, terminated, truncated, the emulators' frame counters, lives and
+    the life wrappers' bookkeeping, the scores of whole games, and the frames. With extra_action_after_reset,
+    ours takes one more step, of action 2, after each of its resets (baselines' FireResetEnv takes it inside
+    reset); ours then shows SB3's newest frame, in a stack that holds one extra, older frame.
+    Returns (steps whose frames were compared, lost lives, game overs, steps with a nonzero reward, games whose
+    score exceeds their sum of clipped rewards: a brick worth more than 1 point was hit)."""
+    ours_life, sb3_life = inner(ours, ppo_breakout_atari.EpisodicLife), inner(sb3, EpisodicLifeEnv)
+    history = collections.deque(maxlen=4)  # SB3's frames, stacked as baselines' FrameStack stacks them
+
+    def agree_after_reset(obs, sb3_obs):
+        if extra_action_after_reset:  # the step baselines takes inside reset: no reward, no end
+            assert frame_numbers(ours)[0] + 4 == frame_numbers(sb3)[0]
+            obs, reward, terminated, truncated, _ = ours.step(2)
+            assert (reward, terminated, truncated) == (0.0, False, False)
+        assert frame_numbers(ours) == frame_numbers(sb3)
+        assert ours_life.lives == sb3_life.lives == ours.unwrapped.ale.lives()
+        assert not ours_life.game_over and not sb3_life.was_real_done
+        history.extend([sb3_obs[..., 0]] * 4)  # after a reset the first frame fills every slot
+        np.testing.assert_array_equal(obs[-1], sb3_obs[..., 0])
+        if not extra_action_after_reset:
+            np.testing.assert_array_equal(obs, np.stack(history))
+
+    agree_after_reset(ours.reset(seed=seed)[0], sb3.reset(seed=seed)[0])
+    compared = lives_lost = games = rewarded = clipped = 0
+    clipped_sum = 0.0
+    for a in moves:
+        before = frame_numbers(ours)[0]
+        obs, reward, terminated, truncated, info = ours.step(a)
+        sb3_obs, sb3_reward, sb3_terminated, sb3_truncated, sb3_info = sb3.step(a)
+        assert (reward, terminated, truncated) == (sb3_reward, sb3_terminated, sb3_truncated)
+        assert frame_numbers(ours) == frame_numbers(sb3)
+        assert ours_life.lives == sb3_life.lives == ours.unwrapped.ale.lives()
+        assert ours_life.game_over == sb3_life.was_real_done
+        assert ("episode" in info) == ("episode" in sb3_info) == ours_life.game_over
+        rewarded += reward != 0
+        clipped_sum += reward
+        history.append(sb3_obs[..., 0])
+        if frame_numbers(ours)[0] - before == 4:
+            np.testing.assert_array_equal(obs[-1], sb3_obs[..., 0])
+            if not extra_action_after_reset:
+                np.testing.assert_array_equal(obs, np.stack(history))
+            compared += 1
+        else:  # a skip the game over cut short: MaxAndSkip's one documented difference (see its docstring)
+            assert ours.unwrapped.ale.game_over() and terminated
+        if terminated or truncated:
+            if ours_life.game_over:
+                games += 1
+                assert (info["episode"]["r"], info["episode"]["l"]) == (sb3_info["episode"]["r"],
+                                                                         sb3_info["episode"]["l"])
+                assert info["episode"]["r"] >= clipped_sum
+                clipped += info["episode"]["r"] > clipped_sum
+                clipped_sum = 0.0
+            else:
+                lives_lost += 1
+            agree_after_reset(ours.reset()[0], sb3.reset()[0])
+    return compared, lives_lost, games, rewarded, clipped
+
+
+def test_the_lessons_stack_with_baselines_fire_reset_is_sb3s_atari_wrapper_frame_for_frame(monkeypatch):
+    """With SB3's FireResetEnv (baselines' FIRE, then action 2) in place of our FireReset, the lesson's
+    make_env plays Breakout exactly as SB3's AtariWrapper, topped by baselines' FrameStack, does: every frame of
+    every stack, every reward, every end, lost lives and game overs, through two games. Both stacks draw their
+    number of no-ops from the emulator's np_random right after its reset, so the same seed gives the same
+    count; the later resets (seed=None) go on drawing from the same, identically used generator."""
+    monkeypatch.setattr(ppo_breakout_atari, "FireReset", FireResetEnv)
+    ours = ppo_breakout_atari.make_env(ppo_breakout_atari.Args())
+    assert isinstance(inner(ours, FireResetEnv), FireResetEnv)
+    # Measured with ale-py 0.12.1: (598, 12, 2, 6, 1), the 2 other steps cut short by a game over; two 4-point
+    # bricks are hit (steps 371 and 447), so a reward above 1 is clipped. The bounds keep what is covered.
+    compared, lives_lost, games, rewarded, clipped = counts = lockstep(ours, sb3_stack(), actions(600, seed=28), seed=0)
+    assert compared >= 590 and lives_lost >= 8 and games >= 2 and rewarded >= 3 and clipped >= 1, counts
+
+
+def test_our_fire_reset_is_baselines_but_for_its_action_2():
+    """The one difference, pinned: baselines' FireResetEnv (as SB3 has it) presses FIRE and then action 2
+    (RIGHT, in Breakout) on every reset, ours FIRE only. So our first observation is one agent step (4 frames)
+    earlier, with the paddle where the game put it, 12 pixels left of where RIGHT moves it; and ours taking that
+    action 2 itself after each reset makes the two stacks agree again, frame for frame, through whole games."""
+    assert gym.make(ENV_ID).unwrapped.get_action_meanings() == ["NOOP", "FIRE", "RIGHT", "LEFT"]
+    for seed in range(3):
+        ours, sb3 = ppo_breakout_atari.make_env(ppo_breakout_atari.Args()), sb3_stack()
+        obs, sb3_obs = ours.reset(seed=seed)[0], sb3.reset(seed=seed)[0]
+        assert not np.array_equal(obs[-1], sb3_obs[..., 0])
+        assert frame_numbers(ours)[0] + 4 == frame_numbers(sb3)[0]
+        left, right = paddle_columns(ours), paddle_columns(sb3)
+        assert right[1] - right[0] == left[1] - left[0] == 15 and right[0] - left[0] == 12, (left, right)
+    ours, sb3 = ppo_breakout_atari.make_env(ppo_breakout_atari.Args()), sb3_stack()
+    compared, lives_lost, games, rewarded, clipped = counts = lockstep(ours, sb3, actions(600, seed=28), seed=0,
+                                                                       extra_action_after_reset=True)
+    assert compared >= 590 and lives_lost >= 8 and games >= 2 and rewarded >= 3 and clipped >= 1, counts
 
 
 class RewardsEnv(gym.Env):

@@ -1,19 +1,22 @@
 """The lessons' site (render/): the lesson pages hold every line of their script once and in order, the cited
 equations typeset beside the lines that cite them, the copied blocks folded with exactly their lines; every link
-and anchor of every page resolves; the same files build the same site. The diff pages: tests/test_site_diffs.py;
-in a real browser: tests/test_site_browser.py."""
+and anchor of every page resolves; each lesson page shows its learning curves (the committed PNGs) right after its
+"What you should see"; the same files build the same site. The diff pages: tests/test_site_diffs.py; in a real
+browser: tests/test_site_browser.py."""
 
+import ast
 import re
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
 
-from common.lessons import SCRIPTS
+from common.lessons import LESSONS, SCRIPTS
 from render import equations
+from render.lesson import SHOULD_SEE, png_size
 from render.source import read_lesson
 from tests.conftest import ROOT
-from tests.site_pages import parse, words
+from tests.site_pages import Node, parse, words
 
 
 def lesson_tree(site: Path, script: str):
@@ -42,6 +45,56 @@ def test_every_line_once_and_in_order(site, script):
         rendered = note.text(skip=lambda child: child.tag == "figure")
         source = " ".join(lines[n - 1].strip().lstrip("#").replace('"""', "") for n in prose)
         assert words(rendered) == words(source), f"{script} lines {first}-{last}"
+
+
+def should_see(script: str) -> tuple[str, str]:
+    """The module docstring's "What you should see" text (its indented lines) and the line after it (the next
+    part's first, unindented)."""
+    lines = ast.get_docstring(ast.parse((ROOT / script).read_text())).splitlines()
+    start = lines.index(SHOULD_SEE) + 1
+    end = next(i for i in range(start, len(lines)) if lines[i].strip() and not lines[i][0].isspace())
+    return " ".join(lines[start:end]), lines[end]
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.name)
+def test_each_lesson_shows_its_learning_curves_right_after_what_you_should_see(site, lesson):
+    """common.lessons' figures, in order, each the committed PNG byte for byte (copied into the site), with its
+    alt text and caption, in the module docstring's note between "What you should see" and the next part."""
+    assert lesson.figures, f"{lesson.script} has no figure for its {SHOULD_SEE!r}"
+    page = site / "lessons" / f"{lesson.module}.html"
+    curves = parse(page).find_all("figure", cls="curve")
+    assert [curve.attrs["data-figure"] for curve in curves] == [figure.path for figure in lesson.figures]
+    for curve, figure in zip(curves, lesson.figures):
+        (image,) = curve.find_all("img")
+        assert figure.alt and image.attrs["alt"] == figure.alt
+        file = (page.parent / unquote(image.attrs["src"])).resolve()
+        assert file.is_relative_to(site.resolve()) and file.is_file(), image.attrs["src"]
+        assert file.read_bytes() == (ROOT / figure.path).read_bytes()
+        assert (int(image.attrs["width"]), int(image.attrs["height"])) == png_size(ROOT / figure.path)
+        assert [a.attrs["href"] for a in curve.find_all("a")] == [image.attrs["src"]]  # the full size, a click away
+        (caption,) = curve.find_all("figcaption")
+        assert figure.caption and figure.caption in caption.text()
+    note = curves[0].parent
+    assert note.tag == "div" and "note" in note.classes() and all(curve.parent is note for curve in curves)
+    assert note.parent.attrs["data-lines"].startswith("1-")  # the module docstring's row
+    elements = [child for child in note.children if isinstance(child, Node)]
+    at = next(i for i, element in enumerate(elements) if element is curves[0])
+    assert all(a is b for a, b in zip(elements[at:at + len(curves)], curves, strict=True))  # one after another
+    heading = next(i for i, element in enumerate(elements) if element.text().strip() == SHOULD_SEE)
+    text, following = should_see(lesson.script)
+    assert words("".join(element.text() for element in elements[heading + 1:at])) == words(text)
+    assert words(elements[at + len(curves)].text()).startswith(words(following))
+
+
+def test_each_figure_is_one_of_the_record_with_its_command():
+    """A lesson's figure is a committed result that benchmarks/README.md shows (beside the command that made it)."""
+    record = (ROOT / "benchmarks" / "README.md").read_text()
+    for lesson in LESSONS:
+        for figure in lesson.figures:
+            assert figure.path.startswith("benchmarks/results/") and figure.path.endswith(".png")
+            assert (ROOT / figure.path).is_file()
+            assert f"](results/{figure.path.removeprefix('benchmarks/results/')})" in record, figure.path
+            assert f"--plot {figure.path}" in record, figure.path
 
 
 def ancestor(node, tag):

@@ -1,7 +1,7 @@
 """The site in a real browser: Debian's Chromium, headless, through Selenium and chromium-driver (render.browser).
 
-Every page loads with no console error and no request leaving the machine; the typeset equations have a size; a
-folded block opens on a click; the diff pages' switch hides the prose-only hunks; at 390 px wide the page body
+Every page loads with no console error and no request leaving the machine; the typeset equations have a size; the
+lesson pages' learning curves load, in the note column; a folded block opens on a click; the diff pages' switch hides the prose-only hunks; at 390 px wide the page body
 does not scroll sideways (the code scrolls in its own box). Screenshots at 1280 and 390 px go to the test's
 folder (pytest --basetemp to keep them).
 
@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from common.lessons import LESSONS
 from render import browser
+from render.lesson import png_size
 
 if not browser.available():
     if os.environ.get("REQUIRE_BROWSER") == "1":
@@ -73,6 +75,24 @@ def test_equations_have_a_size_and_fonts(site, driver):
         "return document.fonts.ready.then(() => [...document.fonts].filter(f => f.status == 'loaded')"
         ".map(f => f.family))")
     assert any("KaTeX" in family for family in loaded), loaded
+
+
+def test_the_learning_curves_load_beside_the_code(site, driver):
+    """Each lesson's figures (common.lessons) are decoded at their size, and shown in the note, left of the code."""
+    for lesson in LESSONS:
+        browser.load(driver, (site / "lessons" / f"{lesson.module}.html").as_uri())
+        images = driver.find_elements(By.CSS_SELECTOR, "figure.curve img")
+        assert len(images) == len(lesson.figures) >= 1
+        for image, figure in zip(images, lesson.figures):
+            natural = driver.execute_script(
+                "const i = arguments[0]; return i.decode().then(() => [i.naturalWidth, i.naturalHeight], "
+                "() => [0, 0])", image)
+            assert natural[0] > 0 and tuple(natural) == png_size(site / "raw" / figure.path), (figure.path, natural)
+            assert image.is_displayed() and image.size["width"] > 200, (figure.path, image.size)
+            note, src, shown = driver.execute_script(
+                "const i = arguments[0], row = i.closest('section.row'); const r = e => e.getBoundingClientRect();"
+                "return [r(i.closest('.note')), r(row.querySelector('.src')), r(i)]", image)
+            assert note["left"] <= shown["left"] and shown["right"] <= note["right"] <= src["left"], figure.path
 
 
 def test_a_folded_block_opens_on_a_click(site, driver):
