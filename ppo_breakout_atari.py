@@ -2,21 +2,22 @@
 
 What this lesson teaches
     Learning from the screen: frames go through DQN's preprocessing as openai/baselines' atari_wrappers.py
-    implements it (no-op starts, 4-frame skip with a max over the last two, a lost life ends the training
-    episode, grayscale 84 x 84, sign-clipped rewards, a stack of the last 4 frames), with two of baselines' own:
-    FIRE pressed on reset, and the game carried on after a lost life rather than restarted. One convolutional
-    trunk (the Nature DQN CNN) feeds both the policy head and the value head, trained with the combined loss
-    L^{CLIP+VF+S} (eq. 9) and the paper's Atari hyperparameters (Table 5) but for K = 4 epochs and c1 = 0.5
-    (baselines' and CleanRL's), the learning rate and the clip range annealed to 0. The envs run in worker
-    processes; the same file runs on several processes or machines under torchrun, each rank stepping its own
-    envs and the gradients averaged across ranks.
+    implements it (no-op starts, 4-frame skip with a max over the last two, a lost life ends the training episode,
+    grayscale 84 x 84, sign-clipped rewards, a stack of the last 4 frames), with two of baselines' own: FIRE pressed
+    on reset (FIRE alone here; baselines presses action 2 after it: FireReset says why), and the game carried on
+    after a lost life rather than restarted. One convolutional trunk (the Nature DQN CNN) feeds both the policy head
+    and the value head, trained with the combined loss L^{CLIP+VF+S} (eq. 9) and the paper's Atari hyperparameters
+    (Table 5) but for K = 4 epochs and c1 = 0.5 (baselines' and CleanRL's), the learning rate and the clip range
+    annealed to 0. The envs run in worker processes; the same file runs on several processes or machines under
+    torchrun, each rank stepping its own envs and the gradients averaged across ranks.
 
 What you should see
     The score (mean of the last 20 whole games, 2 seeds, bf16 on 2 CPU cores): 1.4 at 50k steps, 3.7 at 100k,
     8.2 at 200k, 11.4 at 300k, 13.7 at 500k = 2M frames (`--total-timesteps 500000 --no-cuda`, 14 min a seed);
-    the default 2.5M steps = 10M frames: 27 at 1M steps, 52 at 2M, 49 at the end (39-60; 58 min a seed);
-    the published 10M steps = 40M frames (`--total-timesteps 10000000`, seeds 1 and 2, 7.5 and 6.6 h): the last
-    100 games 81 / 110 at 10M frames, 205 / 214 at 20M, 350 / 370 at 40M (SB3's agent 81, 261, 391; CleanRL 415).
+    the default 2.5M steps = 10M frames: 27 at 1M steps, 52 at 2M, 49 at the end (39-60; 59 min a seed);
+    the published 10M steps = 40M frames (`--total-timesteps 10000000`, seeds 1 and 2, 7.5 and 5.8 h of training
+    across sessions): the last 100 games 81 / 110 at 10M frames, 205 / 214 at 20M, 350 / 370 at 40M (SB3's agent
+    81, 261, 391; CleanRL 415).
     A healthy update of the 2M-frame run, as logged (5th-95th percentile of its 488 updates, one seed):
     approx_kl 0.00002-0.0024 (median 0.0008; 0.0003 in the second half, where the learning rate and epsilon
     are below half their start), clipfrac 0.017-0.19 (ratios past the annealed epsilon: median 0.14 in the
@@ -32,7 +33,7 @@ Differs from ppo_lunarlander_vec.py in:
     - Agent: a CNN trunk shared by the actor and critic heads (one forward pass for both; c1 now matters)
     - `--anneal-clip`: epsilon annealed like the learning rate (Table 5's epsilon = 0.1 alpha)
     - `--precision`: the CNN computes in bfloat16 where the hardware does so natively (on 2 CPU cores the
-      update, where it pays, is about half the time: benchmarks/README.md)
+      update takes 61% of fp32's time with AMX, 69% on an AMD EPYC without it: benchmarks/README.md)
     - torch.distributed: `setup_distributed`, gradients all-reduced, only rank 0 logs, evaluates and saves
     - episodic returns are whole games (all lives, unclipped), recorded below the life and reward wrappers;
       evaluation samples from pi (on a deterministic emulator, argmax can repeat one loop until the time limit)
@@ -66,10 +67,12 @@ References
 
 import ast
 import collections
+import contextlib
 import copy
 import dataclasses
 import functools
 import inspect
+import io
 import multiprocessing
 import os
 import random
@@ -131,7 +134,8 @@ class Args:
     update_epochs: int = 4  # Table 5: 3; CleanRL's and baselines' 4, as in the results compared with
     """K, passes over each rollout (paper: 3 to 15); more reuse of the data, more risk of moving too far"""
     norm_adv: bool = True
-    """normalize advantages to mean 0, std 1 in each minibatch, so the step size does not depend on reward scale"""
+    """normalize advantages to mean 0, std 1 in each minibatch, so the step size does not depend on reward scale (under
+    torchrun, each rank over its own minibatch)"""
     clip_coef: float = 0.1  # Table 5
     """epsilon, the clip range of the probability ratio (eq. 7): once r_t is outside [1 - epsilon, 1 + epsilon], the
     objective stops rewarding a further move (usual 0.1-0.3)"""
@@ -173,8 +177,9 @@ class Args:
     """number format of the CNN trunk's arithmetic. bf16: its convolutions and linear layer compute in
     bfloat16 under torch.autocast (weights, heads, losses and Adam stay float32); fp32: float32 throughout;
     auto: bf16 on a CPU with native bfloat16 arithmetic (AVX512-BF16 or AMX), where the update runs faster;
-    fp32 elsewhere, a GPU included, where bf16 was no faster and the ratio r_t no longer starts at 1
-    (benchmarks/README.md, the GPU check)"""
+    fp32 elsewhere, a GPU included, where bf16 was faster in one of the GPU check's three runs and started
+    Breakout's ratio r_t 1.1e-3 from 1 (benchmarks/README.md, the GPU check); under torchrun, rank 0's machine
+    decides auto for every rank"""
     capture_video: bool = False
     """record the evaluation episodes (whole games) to MP4 under the run folder's videos/eval-<step>/ (a resumed
     run: videos/resume-*/eval-<step>/; --play: videos/play-*/)"""
@@ -186,7 +191,8 @@ class Args:
     the very run that never stopped. Flags not given take the checkpoint's values; a larger --total-timesteps
     trains longer, the annealed learning rate and clip range then falling from their last values to 0 over the
     added updates, never up. --num-envs, --num-steps, --learning-rate, --anneal-lr, --anneal-clip (and with it
-    --clip-coef) and the number of torchrun ranks cannot change"""
+    --clip-coef) and the number of torchrun ranks cannot change. Under torchrun, every node reads this path: a
+    shared folder, or the same checkpoint copied to each"""
     play: Optional[str] = None
     """do not train: play the policy saved in this checkpoint for --episodes games, print the scores"""
     episodes: int = 10
@@ -237,9 +243,9 @@ class MaxAndSkip(gym.Wrapper):
     frames. The agent decides `skip` times less often, and an object that the game draws on only one of the
     last two frames (a flickering sprite) still shows in the observation.
 
-    Differs from gymnasium's MaxAndSkipObservation only when the episode ends before the last frame of a
-    skip: that one maxes two buffers still holding frames of an earlier step, this one the last two frames
-    actually seen (or the one, if the episode ended on the first)."""
+    Differs from gymnasium's MaxAndSkipObservation, and baselines' and SB3's MaxAndSkipEnv, only when the
+    episode ends before the last frame of a skip: those max two buffers still holding frames of an earlier
+    step, this one the last two frames actually seen (or the one, if the episode ended on the first)."""
 
     def __init__(self, env: gym.Env, skip: int = 4):
         super().__init__(env)
@@ -294,7 +300,16 @@ class EpisodicLife(gym.Wrapper):
 class FireReset(gym.Wrapper):
     """Press FIRE on every reset, in games that wait for it (Breakout: it launches the ball), so that no
     episode starts with the game waiting for the policy to press it. With EpisodicLife below, that includes
-    the reset after each lost life."""
+    the reset after each lost life.
+
+    Differs from baselines' FireResetEnv (baselines/common/atari_wrappers.py), and so from SB3's, which CleanRL's
+    ppo_atari.py uses: those press FIRE and then action 2 (RIGHT in Breakout), each followed by a reset if the
+    game ended; baselines' source gives no reason for the second press. Here the policy chooses that step
+    itself: an episode starts one agent step (4 frames) earlier and, at a game's start, with Breakout's paddle
+    12 pixels left of where that RIGHT moves it. With SB3's FireResetEnv in its place, make_env's frames,
+    rewards, ends and lives are SB3's AtariWrapper's step for step, but for MaxAndSkip's frame at a game over
+    (tests/test_atari_wrappers.py). Kept because every committed Breakout run, and agents/breakout.pt, was
+    trained with FIRE alone."""
 
     def __init__(self, env: gym.Env):
         super().__init__(env)
@@ -703,6 +718,9 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
                     # (k3, unbiased and never negative) also drives the --target-kl early stop.
                     old_approx_kl = (-logratio).mean()
                     approx_kl = ((ratio - 1) - logratio).mean()
+                    # Under torchrun, their mean over the ranks: logged, and read by the early stop (the ranks must
+                    # all stop at the same epoch).
+                    old_approx_kl, approx_kl = all_ranks_mean(torch.stack([old_approx_kl, approx_kl]), args)
                     clipfracs.append(((ratio - 1.0).abs() > clip_coef).float().mean().item())
 
                 mb_advantages = b_advantages[mb]
@@ -727,8 +745,8 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
             # Early stop: once pi has drifted this far from pi_old, more epochs on the same data would take it
             # past where the samples say anything (Spinning Up's PPO checks before every step; this check, like
             # CleanRL's, comes after each epoch and reads approx_kl of that epoch's last minibatch only).
-            if stopper.stopped or args.target_kl is not None and all_ranks_mean(approx_kl, args) > args.target_kl:
-                break  # (the mean over the ranks: they must all stop at the same epoch)
+            if stopper.stopped or args.target_kl is not None and approx_kl > args.target_kl:
+                break
         if stopper.stopped:
             break
 
@@ -746,8 +764,8 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
 
         # --- Evaluation of the policy on whole games, on an env of its own ---------------------------------
         last = iteration == args.num_iterations
-        if rank == 0 and args.eval_every and (last or iteration % args.eval_every == 0):
-            evaluate_and_log(args, agent, log, videos, global_step, stopper)
+        if args.eval_every and (last or iteration % args.eval_every == 0):
+            evaluate_and_log(args, agent, log, videos, global_step, stopper) if rank == 0 else stopper.wait_for_rank_0()
 
         # --- Checkpoint -------------------------------------------------------------------------------------
         stopper.snapshot = checkpoint_state(args, agent, optimizer, global_step, iteration, schedule)  # (every rank)
@@ -859,6 +877,18 @@ def check_args(args: Args) -> None:
         if not args.eval_every:
             fail("--target-flag-rate ends the run after an evaluation, and --eval-every 0 evaluates never: give "
                  "--eval-every N")
+
+
+# Copied from common.distributed.check_gpus
+def check_gpus(args: Args) -> None:
+    """Under torchrun on GPUs, each rank needs a GPU of its own (NCCL refuses two ranks on one GPU): more ranks on a
+    machine than it has GPUs are refused before training starts."""
+    local_rank, ranks_here = int(os.environ.get("LOCAL_RANK", 0)), int(os.environ.get("LOCAL_WORLD_SIZE", 1))
+    if "RANK" in os.environ and torch.cuda.is_available() and args.cuda and \
+            max(ranks_here, local_rank + 1) > torch.cuda.device_count():
+        fail(f"torchrun starts {max(ranks_here, local_rank + 1)} ranks on this machine and it has "
+             f"{torch.cuda.device_count()} GPU(s): each rank needs a GPU of its own; give --nproc_per_node "
+             f"{torch.cuda.device_count()} or fewer, or --no-cuda to train the ranks on the CPU")
 
 
 # Copied from common.distributed.check_resume
@@ -997,21 +1027,22 @@ class Stopper:
     after every update), rather than finish the update first as the MLP scripts do. torchrun forwards Ctrl-C to
     its workers and kills them 30 s later (its default), sooner than a CNN update can end on a CPU. The ranks
     meet in collective calls, so they must stop at the same step: they agree on it through an all-reduce, at
-    every AGREE_EVERY-th check only (a collective and a wait for its result each time). On 2 CPU cores 16 checks
-    are about a second of training (a minibatch step takes 44-72 ms, benchmarks/README.md), far inside the 30 s."""
+    every AGREE_EVERY-th check only (a collective and a wait for its result each time), and rank 0 says so,
+    whichever rank the Ctrl-C reached (pressed on another machine, it reaches that machine's ranks only). On 2 CPU
+    cores 16 checks are about a second of training (a minibatch step takes 44-72 ms, benchmarks/README.md), far
+    inside the 30 s. While rank 0 evaluates, the others wait for it (wait_for_rank_0)."""
 
     AGREE_EVERY = 16
 
     def __init__(self, args: Args, rank: int, device: torch.device):
         self.args, self.rank, self.device = args, rank, device
-        self.requested, self.stopped, self.snapshot, self.checks = False, False, None, 0
+        self.requested, self.stopped, self.snapshot, self.checks, self.eval_steps = False, False, None, 0, 0
         signal.signal(signal.SIGINT, self.request)
 
     def request(self, signum, frame):
         self.requested = True
         if "RANK" not in os.environ:  # (torchrun sends Ctrl-C again on its way out: its SIGKILL is the hard stop)
             signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C quits at once
-        if self.rank == 0:
             tqdm.tqdm.write("Ctrl-C: stopping at the next step and saving the last complete update "
                             "(press again to quit without saving)")
 
@@ -1019,28 +1050,64 @@ class Stopper:
         """Whether to stop now: in one process, whether Ctrl-C was pressed; under torchrun, whether it reached any
         rank, as they found at their last agreement (all ranks call this at the same steps)."""
         self.checks += 1
-        if self.args.world_size == 1:
+        if "RANK" not in os.environ:
             self.stopped = self.stopped or self.requested
-        elif self.checks % self.AGREE_EVERY == 0:
-            flag = torch.tensor(float(self.requested), device=self.device)
-            self.stopped = self.stopped or all_ranks_mean(flag, self.args).item() > 0
+        elif self.checks % self.AGREE_EVERY == 0 and not self.stopped:
+            self.meet(evaluating=False)
         return self.stopped
+
+    def meet(self, evaluating: bool) -> bool:
+        """The ranks' agreement, one all-reduce: whether Ctrl-C reached any rank (then they all stop), and whether
+        rank 0 is still evaluating (`evaluating` is rank 0's word; the other ranks say False)."""
+        flags = torch.tensor([float(self.requested), float(evaluating)], device=self.device)
+        requested, evaluating = all_ranks_mean(flags, self.args).tolist()
+        if requested > 0 and not self.stopped and self.rank == 0:
+            tqdm.tqdm.write("Ctrl-C: stopping at the next step and saving the last complete update")
+        self.stopped = self.stopped or requested > 0
+        return evaluating > 0
+
+    def evaluating(self) -> bool:
+        """evaluate()'s should_stop on rank 0, at every step of its episodes: whether to give them up (a Ctrl-C).
+        Under torchrun the other ranks meet it at every AGREE_EVERY-th step (wait_for_rank_0), so that no rank waits
+        inside one collective for a whole evaluation (it would end at the process group's timeout, 30 min with
+        gloo and 10 with NCCL, which a long one with --capture-video can reach) and a Ctrl-C on any rank ends it."""
+        self.eval_steps += 1
+        if "RANK" in os.environ and self.eval_steps % self.AGREE_EVERY == 0:
+            self.meet(evaluating=True)
+        return self.requested or self.stopped
+
+    def evaluated(self) -> bool:
+        """Rank 0, its episodes over or given up: the other ranks wait no more. Whether they were played to the end
+        (not given up)."""
+        if "RANK" in os.environ:
+            self.meet(evaluating=False)
+        return not (self.requested or self.stopped)
+
+    def wait_for_rank_0(self) -> None:
+        """The ranks but 0, while rank 0 evaluates: they meet it until it says it is done. Returns None (what the
+        evaluation found is rank 0's alone)."""
+        while self.meet(evaluating=False):
+            pass
 
 
 # Copied from common.distributed.end_of_run
 def end_of_run(log: RunLog, envs, checkpoint_path: str, stopper: Stopper) -> None:
     """A run stopped by Ctrl-C saves the last complete update (rank 0 writes the snapshot every rank took part
-    in). Close the log and the envs, leave the process group; rank 0 says where the checkpoint is and how to
-    watch it; a run stopped by Ctrl-C exits 130, the convention."""
+    in). Close the log and the envs; rank 0 says where the checkpoint is and how to watch it; leave the process
+    group; a run stopped by Ctrl-C exits 130, the convention."""
     if stopper.stopped and stopper.rank == 0:
         save_checkpoint(checkpoint_path, stopper.snapshot)
     log.close()
     envs.close()
-    if stopper.args.world_size > 1:
-        dist.destroy_process_group()
     if stopper.rank == 0:
         print(f"checkpoint: {checkpoint_path} (step {stopper.snapshot['global_step']})")
-        print(f"watch it: python {SCRIPT} --play {checkpoint_path} --capture-video")
+        print(f"watch it: python {SCRIPT} --play {checkpoint_path} --capture-video", flush=True)
+    if stopper.args.world_size > 1:
+        # No rank leaves before rank 0 has saved: torchrun answers the first worker that exits with a failure (130)
+        # by sending SIGTERM to the others, rank 0 mid-save included, when the Ctrl-C did not reach torchrun itself
+        # (pressed on another machine, or sent to one worker).
+        dist.barrier()  # (rank 0 comes once its last checkpoint is written, whichever path saved it)
+        dist.destroy_process_group()
     if stopper.stopped:
         raise SystemExit(130)
 
@@ -1049,10 +1116,12 @@ def end_of_run(log: RunLog, envs, checkpoint_path: str, stopper: Stopper) -> Non
 def checkpoint_state(args: Args, agent: nn.Module, optimizer: optim.Optimizer, global_step: int,
                      iteration: int, schedule: dict) -> dict:
     """What a checkpoint holds, copied: it can be kept while training goes on (Stopper keeps the last complete
-    update's). Every rank calls it: the random generators of all ranks are gathered (rng[r] is rank r's), so a
-    resumed rank r draws on from where rank r stopped."""
+    update's). Every rank calls it, after every update: the ranks' weights are checked equal (check_weights_agree)
+    and the random generators of all ranks are gathered (rng[r] is rank r's), so a resumed rank r draws on from
+    where rank r stopped."""
     rng = [rng_states(next(agent.parameters()).device)]
     if args.world_size > 1:
+        check_weights_agree(agent, args, iteration)
         rng = [None] * args.world_size
         dist.all_gather_object(rng, rng_states(next(agent.parameters()).device))
     return {
@@ -1065,6 +1134,26 @@ def checkpoint_state(args: Args, agent: nn.Module, optimizer: optim.Optimizer, g
         "schedule": dict(schedule),
         "rng": rng,
     }
+
+
+# Copied from common.distributed.check_weights_agree
+def check_weights_agree(agent: nn.Module, args: Args, iteration: int) -> None:
+    """Stop the run if the ranks' weights differ. They start from rank 0's and take the same averaged steps, so they
+    stay equal bit for bit, but only as long as every rank computes every update the same way; ranks that drifted
+    apart would go on training different networks, and rank 0 would save its own. The check is one all-reduce:
+    a checksum of the weights (their bits summed as integers, which is exact in any order), whose maximum and
+    minimum over the ranks differ if any rank's weights do."""
+    weights = torch.cat([tensor.reshape(-1) for tensor in agent.state_dict().values()])
+    checksum = weights.view(torch.int32).sum(dtype=torch.int64)
+    extremes = torch.stack([checksum, -checksum])  # (one MAX all-reduce: the maximum and minus the minimum)
+    dist.all_reduce(extremes, op=dist.ReduceOp.MAX)
+    if extremes[0] != -extremes[1]:
+        if int(os.environ.get("LOCAL_RANK", 0)) == 0:  # (said once on each machine, above the progress bar)
+            tqdm.tqdm.write(f"{SCRIPT}: error: the ranks' weights differ after update {iteration}: they no longer "
+                            "train one network, so the run stops without saving (every checkpoint saved before "
+                            "passed this check)", file=sys.stderr)
+        dist.destroy_process_group()
+        raise SystemExit(1)
 
 
 # Copied from common.distributed.save_checkpoint
@@ -1197,11 +1286,11 @@ def evaluate(args: Args, agent: Agent, episodes: int, video_folder: Optional[str
 
 def evaluate_and_log(args: Args, agent: Agent, log: RunLog, videos: str, global_step: int, stopper: Stopper) -> None:
     """Play --eval-episodes games (recorded under videos/eval-<step>/ with --capture-video), log their mean score
-    and length, and say it above the progress bar. A Ctrl-C gives the games up, and nothing is logged."""
+    and length, and say it above the progress bar. A Ctrl-C gives the games up, and nothing is logged. Under
+    torchrun, rank 0 plays while the other ranks wait for it (Stopper.wait_for_rank_0)."""
     video_folder = os.path.join(videos, f"eval-{global_step}") if args.capture_video else None
-    eval_returns, eval_lengths = evaluate(args, agent, args.eval_episodes, video_folder,
-                                          should_stop=lambda: stopper.requested)
-    if not stopper.requested:
+    eval_returns, eval_lengths = evaluate(args, agent, args.eval_episodes, video_folder, should_stop=stopper.evaluating)
+    if stopper.evaluated():  # (played to the end: not given up)
         log.scalar("eval/mean_return", np.mean(eval_returns), global_step)
         log.scalar("eval/mean_length", np.mean(eval_lengths), global_step)
         tqdm.tqdm.write(f"step {global_step}: mean score over {args.eval_episodes} games {np.mean(eval_returns):.1f}")
@@ -1219,24 +1308,58 @@ def play(args: Args, ckpt: dict) -> None:
         print(f"videos: {video_folder}")
 
 
+# Copied from common.distributed.every_rank_agrees
+@contextlib.contextmanager
+def every_rank_agrees():
+    """Under torchrun, the checks made in the `with` block are agreed by every rank. A rank that refused alone (a
+    --resume checkpoint missing on its node, too few GPUs on its machine) would leave the others waiting for it in
+    the process group until its timeout (30 min with gloo). So every rank joins the process group first, makes the
+    checks, and tells the others whether it refused (fail's line, held back meanwhile): if any did, every rank
+    refuses with the first refusal's line, said once on each machine, within seconds. Without torchrun: the block
+    alone, as in the other scripts."""
+    if "RANK" not in os.environ:
+        yield
+        return
+    # gloo for the tensors on the CPU (the verdicts below), NCCL for those on a GPU where there are GPUs: which
+    # device a rank trains on is known only once the checks have read the command line and the checkpoint.
+    dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
+    said, refusal = io.StringIO(), None
+    try:
+        with contextlib.redirect_stderr(said):
+            yield
+    except SystemExit as exit_:
+        refusal = (exit_.code, said.getvalue().strip())
+    else:
+        sys.stderr.write(said.getvalue())
+    refusals = [None] * int(os.environ["WORLD_SIZE"])
+    dist.all_gather_object(refusals, refusal)
+    refused = [(rank, r) for rank, r in enumerate(refusals) if r is not None]
+    if refused:
+        rank, (code, line) = refused[0]
+        if line and int(os.environ["LOCAL_RANK"]) == 0:
+            alone = "" if len(refused) == len(refusals) else f" (rank {rank}; every rank stops with it)"
+            print(line + alone, file=sys.stderr)
+        dist.destroy_process_group()
+        raise SystemExit(code)
+
+
 # Copied from common.distributed.setup_distributed
 def setup_distributed(args: Args) -> tuple[int, torch.device]:
-    """Under torchrun (which sets RANK, LOCAL_RANK, LOCAL_WORLD_SIZE and WORLD_SIZE), join the process group: gloo
-    between CPU processes, nccl between GPUs, one GPU per rank (NCCL refuses two ranks on one GPU). More ranks on a
-    machine than it has GPUs are refused before anything starts. Returns this process's rank and its device.
-    Without torchrun: rank 0 of 1."""
+    """Under torchrun (which sets RANK, LOCAL_RANK and WORLD_SIZE; main has joined the process group): this process's
+    rank and its device, one GPU per rank (check_gpus) or the CPU; and --precision auto decided once, by rank 0, for
+    every rank (each machine deciding for itself, a cluster of mixed CPUs would train some ranks in bf16 and others
+    in fp32). Without torchrun: rank 0 of 1."""
     use_cuda = torch.cuda.is_available() and args.cuda
     if "RANK" not in os.environ:
         return 0, torch.device("cuda" if use_cuda else "cpu")
-    local_rank, ranks_here = int(os.environ["LOCAL_RANK"]), int(os.environ.get("LOCAL_WORLD_SIZE", 1))
-    if use_cuda and max(ranks_here, local_rank + 1) > torch.cuda.device_count():
-        fail(f"torchrun starts {max(ranks_here, local_rank + 1)} ranks on this machine and it has "
-             f"{torch.cuda.device_count()} GPU(s): each rank needs a GPU of its own; give --nproc_per_node "
-             f"{torch.cuda.device_count()} or fewer, or --no-cuda to train the ranks on the CPU")
-    dist.init_process_group("nccl" if use_cuda else "gloo")
+    device = torch.device(f"cuda:{os.environ['LOCAL_RANK']}" if use_cuda else "cpu")
     if use_cuda:
-        torch.cuda.set_device(local_rank)
-    return dist.get_rank(), torch.device(f"cuda:{local_rank}" if use_cuda else "cpu")
+        torch.cuda.set_device(device)
+    if args.precision == "auto":
+        precision = ["bf16" if use_bf16(args, device) else "fp32"]
+        dist.broadcast_object_list(precision, src=0)
+        args.precision = precision[0]  # (and so in the checkpoint: a resumed run keeps it)
+    return dist.get_rank(), device
 
 
 # Copied from common.distributed.all_ranks_mean
@@ -1252,10 +1375,14 @@ def all_ranks_mean(value: torch.Tensor, args: Args) -> torch.Tensor:
 def all_ranks_mean_grads(parameters, args: Args) -> None:
     """Average the gradients over the ranks, so that every rank takes the same step: flattened into one tensor,
     they go through one all-reduce per step rather than one per parameter tensor (as in CleanRL's
-    ppo_atari_multigpu.py)."""
+    ppo_atari_multigpu.py). Every parameter's, zeros where this rank's loss has none, as DDP does: every rank
+    then all-reduces a tensor of the same size."""
     if args.world_size == 1:
         return
-    grads = [param.grad for param in parameters if param.grad is not None]
+    for param in parameters:
+        if param.grad is None:
+            param.grad = torch.zeros_like(param)
+    grads = [param.grad for param in parameters]
     flat = all_ranks_mean(torch.cat([grad.reshape(-1) for grad in grads]), args)
     for grad, mean in zip(grads, flat.split([grad.numel() for grad in grads])):
         grad.copy_(mean.view_as(grad))
@@ -1265,8 +1392,9 @@ def all_ranks_mean_grads(parameters, args: Args) -> None:
 def use_bf16(args: Args, device: torch.device) -> bool:
     """--precision auto: bf16 on a CPU with native bfloat16 arithmetic (AVX512-BF16 or AMX), where it pays (the
     Breakout update 1.64x faster on 2 cores, benchmarks/README.md); fp32 elsewhere: on CPUs without it, which
-    emulate bfloat16 slower than float32, and on CUDA, where the H200 check measured no gain (Breakout 1,189 SPS
-    in bf16, 1,244 in fp32) and a ratio r_t that starts 1.1e-3 away from 1 (1.2e-6 in fp32)."""
+    emulate bfloat16 slower than float32, and on CUDA, where the H200 check's three runs found bf16 faster in one
+    (Breakout's SPS at the last of 8 updates: 1,359 against 1,225 in fp32, then 1,189 against 1,244 and 1,536
+    against 1,603) and Breakout's ratio r_t starting 1.1e-3 away from 1 in bf16 (1.2e-6 in fp32)."""
     if args.precision != "auto":
         return args.precision == "bf16"
     if device.type != "cpu":
@@ -1304,18 +1432,21 @@ def one_line_help(cls: type) -> type:
 
 # Copied from common.distributed.main
 def main() -> None:
-    args = tyro.cli(one_line_help(Args), description=__doc__)
-    if "" in (args.resume, args.play):  # (an empty path would read as not given: a training instead of a play)
-        fail(f"--{'resume' if args.resume == '' else 'play'} needs the path of a checkpoint, got ''")
-    if args.resume and args.play:
-        fail("give either --resume or --play, not both")
-    ckpt = None
-    if args.resume or args.play:
-        args, ckpt = args_from_checkpoint(args)
-    args.world_size = int(os.environ.get("WORLD_SIZE", 1))
-    check_args(args)
-    if args.resume:
-        check_resume(args, ckpt)
+    with every_rank_agrees():  # under torchrun: a check that one rank refuses, every rank refuses
+        args = tyro.cli(one_line_help(Args), description=__doc__)
+        if "" in (args.resume, args.play):  # (an empty path would read as not given: a training instead of a play)
+            fail(f"--{'resume' if args.resume == '' else 'play'} needs the path of a checkpoint, got ''")
+        if args.resume and args.play:
+            fail("give either --resume or --play, not both")
+        ckpt = None
+        if args.resume or args.play:
+            args, ckpt = args_from_checkpoint(args)
+        args.world_size = int(os.environ.get("WORLD_SIZE", 1))
+        check_args(args)
+        if args.resume:
+            check_resume(args, ckpt)
+        if not args.play:
+            check_gpus(args)
     try:
         play(args, ckpt) if args.play else train(args, ckpt)
     except KeyboardInterrupt:

@@ -16,11 +16,12 @@ What you should see
     cores over two sessions, 70 SPS): 589 over the first 20 episodes, then 752 / 829 / 876 / 929 / 1,023 by 50k-step
     blocks, still rising at the end; 1 of its 2,066 episodes reached the flag. Resumed with `--total-timesteps
     2000000 --eval-every 20 --eval-episodes 20 --target-flag-rate 0.5`, the same run rose by 126 to 451 x per 100k
-    steps and ended at 819,200 steps (164 min, 83 SPS), the flag in 12 of 20 evaluation episodes: agents/mario.pt,
-    `--play agents/mario.pt` (at the flag in 6 of its 10 episodes). A healthy update, as logged (5th-95th percentile
-    of the 249,856-step run's 61 updates): approx_kl 0.004-0.020 (the policy's steps stop past 1.5 x 0.01: 3 to 160
-    of 160 taken, median 51), clipfrac 0.015-0.091, explained_variance 0.46-0.66, entropy from ln 7 = 1.95 down to
-    0.85-1.23 in the second half, value_loss 1.7-3.1 (in units of MarioReward's return).
+    steps and ended at 819,200 steps (149 min of training in all, 92 SPS, on two machines), the flag in 12 of 20
+    evaluation episodes: agents/mario.pt, whose `--play` reaches it in 10 of 20 (agents/mario.play.txt). A healthy
+    update, as logged (5th-95th percentile of the 249,856-step run's 61 updates): approx_kl 0.004-0.020 (the
+    policy's steps stop past 1.5 x 0.01: 3 to 160 of 160 taken, median 51), clipfrac 0.015-0.091,
+    explained_variance 0.46-0.66, entropy from ln 7 = 1.95 down to 0.85-1.23 in the second half, value_loss 1.7-3.1
+    (in units of MarioReward's return).
     The defaults: 8 envs x 512 steps, gamma 0.9, learning rate 1e-4 (both networks here) kept constant, epsilon 0.2,
     c2 0.01, the 0.5 gradient norm, the 7 simple actions and 160 steps of 256 (its 10 epochs of 16 minibatches) are
     [UV]'s train.py's; two optimizers, up to --train-pi-iters policy steps stopped at 1.5 x target_kl, and target_kl
@@ -172,7 +173,8 @@ class Args:
     """gradient steps the value function takes per rollout, after the policy's, each on one minibatch (Spinning Up's
     train_v_iters: 80 steps on the whole rollout there)"""
     norm_adv: bool = True
-    """normalize advantages to mean 0, std 1 in each minibatch, so the step size does not depend on reward scale"""
+    """normalize advantages to mean 0, std 1 in each minibatch, so the step size does not depend on reward scale (under
+    torchrun, each rank over its own minibatch)"""
     clip_coef: float = 0.2  # [UV]'s and Spinning Up's 0.2
     """epsilon, the clip range of the probability ratio (eq. 7): once r_t is outside [1 - epsilon, 1 + epsilon], the
     objective stops rewarding a further move (usual 0.1-0.3)"""
@@ -203,8 +205,9 @@ class Args:
     """number format of the CNNs' arithmetic. bf16: their convolutions and hidden layers compute in bfloat16
     under torch.autocast (weights, output layers, losses and Adam stay float32); fp32: float32 throughout;
     auto: bf16 on a CPU with native bfloat16 arithmetic (AVX512-BF16 or AMX), where the update runs faster;
-    fp32 elsewhere, a GPU included, where bf16 was no faster and the ratio r_t no longer starts at 1
-    (benchmarks/README.md, the GPU check)"""
+    fp32 elsewhere, a GPU included, where bf16 was faster in one of the GPU check's three runs and started
+    Breakout's ratio r_t 1.1e-3 from 1 (benchmarks/README.md, the GPU check); under torchrun, rank 0's machine
+    decides auto for every rank"""
     capture_video: bool = False
     """record the evaluation episodes to MP4 under the run folder's videos/eval-<step>/ (a resumed run:
     videos/resume-*/eval-<step>/; --play: videos/play-*/)"""
@@ -216,7 +219,8 @@ class Args:
     is not the very run that never stopped. Flags not given take the checkpoint's values; a larger
     --total-timesteps trains longer, the annealed learning rates then falling from their last values to 0 over
     the added updates, never up. --num-envs, --num-steps, both learning rates, --anneal-lr and the number of
-    torchrun ranks cannot change"""
+    torchrun ranks cannot change. Under torchrun, every node reads this path: a shared folder, or the
+    same checkpoint copied to each"""
     play: Optional[str] = None
     """do not train: play the policy saved in this checkpoint for --episodes episodes, print how far Mario got"""
     episodes: int = 10
@@ -345,9 +349,9 @@ class MaxAndSkip(gym.Wrapper):
     frames. The agent decides `skip` times less often, and an object that the game draws on only one of the
     last two frames (a flickering sprite) still shows in the observation.
 
-    Differs from gymnasium's MaxAndSkipObservation only when the episode ends before the last frame of a
-    skip: that one maxes two buffers still holding frames of an earlier step, this one the last two frames
-    actually seen (or the one, if the episode ended on the first)."""
+    Differs from gymnasium's MaxAndSkipObservation, and baselines' and SB3's MaxAndSkipEnv, only when the
+    episode ends before the last frame of a skip: those max two buffers still holding frames of an earlier
+    step, this one the last two frames actually seen (or the one, if the episode ended on the first)."""
 
     def __init__(self, env: gym.Env, skip: int = 4):
         super().__init__(env)
@@ -804,7 +808,8 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         # --- Evaluation of the policy, on an env of its own ------------------------------------------------
         last = iteration == args.num_iterations
         if args.eval_every and (last or iteration % args.eval_every == 0):
-            flag_rate = evaluate_and_log(args, agent, log, videos, global_step, stopper) if rank == 0 else None
+            flag_rate = (evaluate_and_log(args, agent, log, videos, global_step, stopper) if rank == 0
+                         else stopper.wait_for_rank_0())  # (the other ranks wait for it: no flag rate, None)
             if args.target_flag_rate is not None:  # the level cleared often enough: this update is the last
                 reached = flag_rate is not None and flag_rate >= args.target_flag_rate
                 # (rank 0 evaluated; the ranks end at the same update, so it tells them)
@@ -924,6 +929,18 @@ def check_args(args: Args) -> None:
         if not args.eval_every:
             fail("--target-flag-rate ends the run after an evaluation, and --eval-every 0 evaluates never: give "
                  "--eval-every N")
+
+
+# Copied from common.distributed.check_gpus
+def check_gpus(args: Args) -> None:
+    """Under torchrun on GPUs, each rank needs a GPU of its own (NCCL refuses two ranks on one GPU): more ranks on a
+    machine than it has GPUs are refused before training starts."""
+    local_rank, ranks_here = int(os.environ.get("LOCAL_RANK", 0)), int(os.environ.get("LOCAL_WORLD_SIZE", 1))
+    if "RANK" in os.environ and torch.cuda.is_available() and args.cuda and \
+            max(ranks_here, local_rank + 1) > torch.cuda.device_count():
+        fail(f"torchrun starts {max(ranks_here, local_rank + 1)} ranks on this machine and it has "
+             f"{torch.cuda.device_count()} GPU(s): each rank needs a GPU of its own; give --nproc_per_node "
+             f"{torch.cuda.device_count()} or fewer, or --no-cuda to train the ranks on the CPU")
 
 
 # Copied from common.distributed.check_resume
@@ -1080,21 +1097,22 @@ class Stopper:
     after every update), rather than finish the update first as the MLP scripts do. torchrun forwards Ctrl-C to
     its workers and kills them 30 s later (its default), sooner than a CNN update can end on a CPU. The ranks
     meet in collective calls, so they must stop at the same step: they agree on it through an all-reduce, at
-    every AGREE_EVERY-th check only (a collective and a wait for its result each time). On 2 CPU cores 16 checks
-    are about a second of training (a minibatch step takes 44-72 ms, benchmarks/README.md), far inside the 30 s."""
+    every AGREE_EVERY-th check only (a collective and a wait for its result each time), and rank 0 says so,
+    whichever rank the Ctrl-C reached (pressed on another machine, it reaches that machine's ranks only). On 2 CPU
+    cores 16 checks are about a second of training (a minibatch step takes 44-72 ms, benchmarks/README.md), far
+    inside the 30 s. While rank 0 evaluates, the others wait for it (wait_for_rank_0)."""
 
     AGREE_EVERY = 16
 
     def __init__(self, args: Args, rank: int, device: torch.device):
         self.args, self.rank, self.device = args, rank, device
-        self.requested, self.stopped, self.snapshot, self.checks = False, False, None, 0
+        self.requested, self.stopped, self.snapshot, self.checks, self.eval_steps = False, False, None, 0, 0
         signal.signal(signal.SIGINT, self.request)
 
     def request(self, signum, frame):
         self.requested = True
         if "RANK" not in os.environ:  # (torchrun sends Ctrl-C again on its way out: its SIGKILL is the hard stop)
             signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C quits at once
-        if self.rank == 0:
             tqdm.tqdm.write("Ctrl-C: stopping at the next step and saving the last complete update "
                             "(press again to quit without saving)")
 
@@ -1102,28 +1120,64 @@ class Stopper:
         """Whether to stop now: in one process, whether Ctrl-C was pressed; under torchrun, whether it reached any
         rank, as they found at their last agreement (all ranks call this at the same steps)."""
         self.checks += 1
-        if self.args.world_size == 1:
+        if "RANK" not in os.environ:
             self.stopped = self.stopped or self.requested
-        elif self.checks % self.AGREE_EVERY == 0:
-            flag = torch.tensor(float(self.requested), device=self.device)
-            self.stopped = self.stopped or all_ranks_mean(flag, self.args).item() > 0
+        elif self.checks % self.AGREE_EVERY == 0 and not self.stopped:
+            self.meet(evaluating=False)
         return self.stopped
+
+    def meet(self, evaluating: bool) -> bool:
+        """The ranks' agreement, one all-reduce: whether Ctrl-C reached any rank (then they all stop), and whether
+        rank 0 is still evaluating (`evaluating` is rank 0's word; the other ranks say False)."""
+        flags = torch.tensor([float(self.requested), float(evaluating)], device=self.device)
+        requested, evaluating = all_ranks_mean(flags, self.args).tolist()
+        if requested > 0 and not self.stopped and self.rank == 0:
+            tqdm.tqdm.write("Ctrl-C: stopping at the next step and saving the last complete update")
+        self.stopped = self.stopped or requested > 0
+        return evaluating > 0
+
+    def evaluating(self) -> bool:
+        """evaluate()'s should_stop on rank 0, at every step of its episodes: whether to give them up (a Ctrl-C).
+        Under torchrun the other ranks meet it at every AGREE_EVERY-th step (wait_for_rank_0), so that no rank waits
+        inside one collective for a whole evaluation (it would end at the process group's timeout, 30 min with
+        gloo and 10 with NCCL, which a long one with --capture-video can reach) and a Ctrl-C on any rank ends it."""
+        self.eval_steps += 1
+        if "RANK" in os.environ and self.eval_steps % self.AGREE_EVERY == 0:
+            self.meet(evaluating=True)
+        return self.requested or self.stopped
+
+    def evaluated(self) -> bool:
+        """Rank 0, its episodes over or given up: the other ranks wait no more. Whether they were played to the end
+        (not given up)."""
+        if "RANK" in os.environ:
+            self.meet(evaluating=False)
+        return not (self.requested or self.stopped)
+
+    def wait_for_rank_0(self) -> None:
+        """The ranks but 0, while rank 0 evaluates: they meet it until it says it is done. Returns None (what the
+        evaluation found is rank 0's alone)."""
+        while self.meet(evaluating=False):
+            pass
 
 
 # Copied from common.distributed.end_of_run
 def end_of_run(log: RunLog, envs, checkpoint_path: str, stopper: Stopper) -> None:
     """A run stopped by Ctrl-C saves the last complete update (rank 0 writes the snapshot every rank took part
-    in). Close the log and the envs, leave the process group; rank 0 says where the checkpoint is and how to
-    watch it; a run stopped by Ctrl-C exits 130, the convention."""
+    in). Close the log and the envs; rank 0 says where the checkpoint is and how to watch it; leave the process
+    group; a run stopped by Ctrl-C exits 130, the convention."""
     if stopper.stopped and stopper.rank == 0:
         save_checkpoint(checkpoint_path, stopper.snapshot)
     log.close()
     envs.close()
-    if stopper.args.world_size > 1:
-        dist.destroy_process_group()
     if stopper.rank == 0:
         print(f"checkpoint: {checkpoint_path} (step {stopper.snapshot['global_step']})")
-        print(f"watch it: python {SCRIPT} --play {checkpoint_path} --capture-video")
+        print(f"watch it: python {SCRIPT} --play {checkpoint_path} --capture-video", flush=True)
+    if stopper.args.world_size > 1:
+        # No rank leaves before rank 0 has saved: torchrun answers the first worker that exits with a failure (130)
+        # by sending SIGTERM to the others, rank 0 mid-save included, when the Ctrl-C did not reach torchrun itself
+        # (pressed on another machine, or sent to one worker).
+        dist.barrier()  # (rank 0 comes once its last checkpoint is written, whichever path saved it)
+        dist.destroy_process_group()
     if stopper.stopped:
         raise SystemExit(130)
 
@@ -1132,10 +1186,12 @@ def end_of_run(log: RunLog, envs, checkpoint_path: str, stopper: Stopper) -> Non
 def checkpoint_state(args: Args, agent: nn.Module, optimizers: Optimizers, global_step: int,
                      iteration: int, schedule: dict) -> dict:
     """What a checkpoint holds, copied: it can be kept while training goes on (Stopper keeps the last complete
-    update's). Every rank calls it: the random generators of all ranks are gathered (rng[r] is rank r's), so a
-    resumed rank r draws on from where rank r stopped."""
+    update's). Every rank calls it, after every update: the ranks' weights are checked equal (check_weights_agree)
+    and the random generators of all ranks are gathered (rng[r] is rank r's), so a resumed rank r draws on from
+    where rank r stopped."""
     rng = [rng_states(next(agent.parameters()).device)]
     if args.world_size > 1:
+        check_weights_agree(agent, args, iteration)
         rng = [None] * args.world_size
         dist.all_gather_object(rng, rng_states(next(agent.parameters()).device))
     return {
@@ -1148,6 +1204,26 @@ def checkpoint_state(args: Args, agent: nn.Module, optimizers: Optimizers, globa
         "schedule": dict(schedule),
         "rng": rng,
     }
+
+
+# Copied from common.distributed.check_weights_agree
+def check_weights_agree(agent: nn.Module, args: Args, iteration: int) -> None:
+    """Stop the run if the ranks' weights differ. They start from rank 0's and take the same averaged steps, so they
+    stay equal bit for bit, but only as long as every rank computes every update the same way; ranks that drifted
+    apart would go on training different networks, and rank 0 would save its own. The check is one all-reduce:
+    a checksum of the weights (their bits summed as integers, which is exact in any order), whose maximum and
+    minimum over the ranks differ if any rank's weights do."""
+    weights = torch.cat([tensor.reshape(-1) for tensor in agent.state_dict().values()])
+    checksum = weights.view(torch.int32).sum(dtype=torch.int64)
+    extremes = torch.stack([checksum, -checksum])  # (one MAX all-reduce: the maximum and minus the minimum)
+    dist.all_reduce(extremes, op=dist.ReduceOp.MAX)
+    if extremes[0] != -extremes[1]:
+        if int(os.environ.get("LOCAL_RANK", 0)) == 0:  # (said once on each machine, above the progress bar)
+            tqdm.tqdm.write(f"{SCRIPT}: error: the ranks' weights differ after update {iteration}: they no longer "
+                            "train one network, so the run stops without saving (every checkpoint saved before "
+                            "passed this check)", file=sys.stderr)
+        dist.destroy_process_group()
+        raise SystemExit(1)
 
 
 # Copied from common.distributed.save_checkpoint
@@ -1285,11 +1361,11 @@ def evaluate_and_log(args: Args, agent: Agent, log: RunLog, videos: str, global_
     """Play --eval-episodes episodes (recorded under videos/eval-<step>/ with --capture-video), log their mean
     return, length and x position and how often Mario reached the flag, and say it above the progress bar. A
     Ctrl-C gives the episodes up, and nothing is logged. Returns the share of the episodes that reached the flag
-    (None after a Ctrl-C)."""
+    (None after a Ctrl-C). Under torchrun, rank 0 plays while the other ranks wait for it (Stopper.wait_for_rank_0)."""
     video_folder = os.path.join(videos, f"eval-{global_step}") if args.capture_video else None
     eval_returns, eval_lengths, eval_x, eval_flags = evaluate(args, agent, args.eval_episodes, video_folder,
-                                                              should_stop=lambda: stopper.requested)
-    if not stopper.requested:
+                                                              should_stop=stopper.evaluating)
+    if stopper.evaluated():  # (played to the end: not given up)
         log.scalar("eval/mean_return", np.mean(eval_returns), global_step)
         log.scalar("eval/mean_length", np.mean(eval_lengths), global_step)
         log.scalar("eval/mean_x_pos", np.mean(eval_x), global_step)
@@ -1315,24 +1391,58 @@ def play(args: Args, ckpt: dict) -> None:
         print(f"videos: {video_folder}")
 
 
+# Copied from common.distributed.every_rank_agrees
+@contextlib.contextmanager
+def every_rank_agrees():
+    """Under torchrun, the checks made in the `with` block are agreed by every rank. A rank that refused alone (a
+    --resume checkpoint missing on its node, too few GPUs on its machine) would leave the others waiting for it in
+    the process group until its timeout (30 min with gloo). So every rank joins the process group first, makes the
+    checks, and tells the others whether it refused (fail's line, held back meanwhile): if any did, every rank
+    refuses with the first refusal's line, said once on each machine, within seconds. Without torchrun: the block
+    alone, as in the other scripts."""
+    if "RANK" not in os.environ:
+        yield
+        return
+    # gloo for the tensors on the CPU (the verdicts below), NCCL for those on a GPU where there are GPUs: which
+    # device a rank trains on is known only once the checks have read the command line and the checkpoint.
+    dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
+    said, refusal = io.StringIO(), None
+    try:
+        with contextlib.redirect_stderr(said):
+            yield
+    except SystemExit as exit_:
+        refusal = (exit_.code, said.getvalue().strip())
+    else:
+        sys.stderr.write(said.getvalue())
+    refusals = [None] * int(os.environ["WORLD_SIZE"])
+    dist.all_gather_object(refusals, refusal)
+    refused = [(rank, r) for rank, r in enumerate(refusals) if r is not None]
+    if refused:
+        rank, (code, line) = refused[0]
+        if line and int(os.environ["LOCAL_RANK"]) == 0:
+            alone = "" if len(refused) == len(refusals) else f" (rank {rank}; every rank stops with it)"
+            print(line + alone, file=sys.stderr)
+        dist.destroy_process_group()
+        raise SystemExit(code)
+
+
 # Copied from common.distributed.setup_distributed
 def setup_distributed(args: Args) -> tuple[int, torch.device]:
-    """Under torchrun (which sets RANK, LOCAL_RANK, LOCAL_WORLD_SIZE and WORLD_SIZE), join the process group: gloo
-    between CPU processes, nccl between GPUs, one GPU per rank (NCCL refuses two ranks on one GPU). More ranks on a
-    machine than it has GPUs are refused before anything starts. Returns this process's rank and its device.
-    Without torchrun: rank 0 of 1."""
+    """Under torchrun (which sets RANK, LOCAL_RANK and WORLD_SIZE; main has joined the process group): this process's
+    rank and its device, one GPU per rank (check_gpus) or the CPU; and --precision auto decided once, by rank 0, for
+    every rank (each machine deciding for itself, a cluster of mixed CPUs would train some ranks in bf16 and others
+    in fp32). Without torchrun: rank 0 of 1."""
     use_cuda = torch.cuda.is_available() and args.cuda
     if "RANK" not in os.environ:
         return 0, torch.device("cuda" if use_cuda else "cpu")
-    local_rank, ranks_here = int(os.environ["LOCAL_RANK"]), int(os.environ.get("LOCAL_WORLD_SIZE", 1))
-    if use_cuda and max(ranks_here, local_rank + 1) > torch.cuda.device_count():
-        fail(f"torchrun starts {max(ranks_here, local_rank + 1)} ranks on this machine and it has "
-             f"{torch.cuda.device_count()} GPU(s): each rank needs a GPU of its own; give --nproc_per_node "
-             f"{torch.cuda.device_count()} or fewer, or --no-cuda to train the ranks on the CPU")
-    dist.init_process_group("nccl" if use_cuda else "gloo")
+    device = torch.device(f"cuda:{os.environ['LOCAL_RANK']}" if use_cuda else "cpu")
     if use_cuda:
-        torch.cuda.set_device(local_rank)
-    return dist.get_rank(), torch.device(f"cuda:{local_rank}" if use_cuda else "cpu")
+        torch.cuda.set_device(device)
+    if args.precision == "auto":
+        precision = ["bf16" if use_bf16(args, device) else "fp32"]
+        dist.broadcast_object_list(precision, src=0)
+        args.precision = precision[0]  # (and so in the checkpoint: a resumed run keeps it)
+    return dist.get_rank(), device
 
 
 # Copied from common.distributed.all_ranks_mean
@@ -1348,10 +1458,14 @@ def all_ranks_mean(value: torch.Tensor, args: Args) -> torch.Tensor:
 def all_ranks_mean_grads(parameters, args: Args) -> None:
     """Average the gradients over the ranks, so that every rank takes the same step: flattened into one tensor,
     they go through one all-reduce per step rather than one per parameter tensor (as in CleanRL's
-    ppo_atari_multigpu.py)."""
+    ppo_atari_multigpu.py). Every parameter's, zeros where this rank's loss has none, as DDP does: every rank
+    then all-reduces a tensor of the same size."""
     if args.world_size == 1:
         return
-    grads = [param.grad for param in parameters if param.grad is not None]
+    for param in parameters:
+        if param.grad is None:
+            param.grad = torch.zeros_like(param)
+    grads = [param.grad for param in parameters]
     flat = all_ranks_mean(torch.cat([grad.reshape(-1) for grad in grads]), args)
     for grad, mean in zip(grads, flat.split([grad.numel() for grad in grads])):
         grad.copy_(mean.view_as(grad))
@@ -1361,8 +1475,9 @@ def all_ranks_mean_grads(parameters, args: Args) -> None:
 def use_bf16(args: Args, device: torch.device) -> bool:
     """--precision auto: bf16 on a CPU with native bfloat16 arithmetic (AVX512-BF16 or AMX), where it pays (the
     Breakout update 1.64x faster on 2 cores, benchmarks/README.md); fp32 elsewhere: on CPUs without it, which
-    emulate bfloat16 slower than float32, and on CUDA, where the H200 check measured no gain (Breakout 1,189 SPS
-    in bf16, 1,244 in fp32) and a ratio r_t that starts 1.1e-3 away from 1 (1.2e-6 in fp32)."""
+    emulate bfloat16 slower than float32, and on CUDA, where the H200 check's three runs found bf16 faster in one
+    (Breakout's SPS at the last of 8 updates: 1,359 against 1,225 in fp32, then 1,189 against 1,244 and 1,536
+    against 1,603) and Breakout's ratio r_t starting 1.1e-3 away from 1 in bf16 (1.2e-6 in fp32)."""
     if args.precision != "auto":
         return args.precision == "bf16"
     if device.type != "cpu":
@@ -1400,18 +1515,21 @@ def one_line_help(cls: type) -> type:
 
 # Copied from common.distributed.main
 def main() -> None:
-    args = tyro.cli(one_line_help(Args), description=__doc__)
-    if "" in (args.resume, args.play):  # (an empty path would read as not given: a training instead of a play)
-        fail(f"--{'resume' if args.resume == '' else 'play'} needs the path of a checkpoint, got ''")
-    if args.resume and args.play:
-        fail("give either --resume or --play, not both")
-    ckpt = None
-    if args.resume or args.play:
-        args, ckpt = args_from_checkpoint(args)
-    args.world_size = int(os.environ.get("WORLD_SIZE", 1))
-    check_args(args)
-    if args.resume:
-        check_resume(args, ckpt)
+    with every_rank_agrees():  # under torchrun: a check that one rank refuses, every rank refuses
+        args = tyro.cli(one_line_help(Args), description=__doc__)
+        if "" in (args.resume, args.play):  # (an empty path would read as not given: a training instead of a play)
+            fail(f"--{'resume' if args.resume == '' else 'play'} needs the path of a checkpoint, got ''")
+        if args.resume and args.play:
+            fail("give either --resume or --play, not both")
+        ckpt = None
+        if args.resume or args.play:
+            args, ckpt = args_from_checkpoint(args)
+        args.world_size = int(os.environ.get("WORLD_SIZE", 1))
+        check_args(args)
+        if args.resume:
+            check_resume(args, ckpt)
+        if not args.play:
+            check_gpus(args)
     try:
         play(args, ckpt) if args.play else train(args, ckpt)
     except KeyboardInterrupt:

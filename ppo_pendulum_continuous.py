@@ -13,7 +13,7 @@ What this lesson teaches
     return, both kept in the checkpoint so that a reloaded agent sees its inputs as it was trained on them.
 
 What you should see
-    The return (mean of the last 20 training episodes, 3 seeds), clip / kl: -1194 / -1211 at 10k steps, -295 /
+    The return (mean of the last 20 training episodes, 3 seeds), clip / kl: -1193 / -1211 at 10k steps, -295 /
     -400 at 50k, -173 / -182 at 100k, -178 / -175 at the end (300k steps, 38 / 41 s a seed on 2 CPU cores,
     start-up and evaluations included). A healthy update, as logged (5th-95th percentile of each seed's 146
     updates), clip / kl: approx_kl 0.0014-0.015 / 0.0017-0.052 (median 0.005 / 0.0099, d_targ 0.01),

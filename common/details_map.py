@@ -110,7 +110,7 @@ DETAILS: list[tuple[str, str, dict[str, str | Absent]]] = [
     ("continuous", "9. reward clipping", continuous("np.clip(rewards / std, -clip, clip)")),
     ("more", "early stopping on a KL target", everywhere(
         "approx_kl > args.target_kl:", cartpole=Absent("kept minimal; LunarLander adds it (off by default)"),
-        breakout="all_ranks_mean(approx_kl, args) > args.target_kl", mario="approx_kl > 1.5 * args.target_kl")),
+        mario="approx_kl > 1.5 * args.target_kl")),
     ("more", "adaptive KL penalty (paper eq. 8)", {
         script: Absent("taught once, in Pendulum") for script in SCRIPTS} | {PD: "def adapt_kl_beta"}),
     ("more", "truncation bootstrapping", everywhere(

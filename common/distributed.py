@@ -2,17 +2,20 @@
 word:
 
 - check_args: the checks of the hyperparameters (each flag where the script has it), the rollouts of all
-  ranks counted
-- setup_distributed, all_ranks_mean, all_ranks_mean_grads: joining the process group, averaging over the ranks
+  ranks counted; check_gpus: a GPU for each rank
+- every_rank_agrees: under torchrun, the process group joined first and the checks before training agreed by every
+  rank (one that refuses stops them all, at once)
+- setup_distributed, all_ranks_mean, all_ranks_mean_grads: each rank's device and precision, averaging over the ranks
 - step_network: one gradient step of one network, its gradients averaged over the ranks
 - seed_everything, restore_run, end_of_run: common.runs' twins for several ranks (each rank seeds and restores its
   own random generators, every rank starts from rank 0's weights, rank 0 saves and speaks)
 - Stopper: common.runs.CtrlC's twin, a Ctrl-C that every rank agrees on, stopping at the next step and saving the
   last complete update
-- checkpoint_state: what a checkpoint holds, every rank's random generators gathered; save_checkpoint: rank 0
-  writes it
+- checkpoint_state: what a checkpoint holds, every rank's random generators gathered, once check_weights_agree has
+  found the ranks' weights equal; save_checkpoint: rank 0 writes it
 - check_resume: what common.checkpoints.check_resume refuses, and a changed number of ranks
-- main: the number of ranks comes from torchrun's WORLD_SIZE
+- main: the checks of the command line and the checkpoint, agreed by every rank; the number of ranks comes from
+  torchrun's WORLD_SIZE
 
 ppo_mario_cnn.py copies restore_run and checkpoint_state `with optimizer->optimizers, optim.Optimizer->Optimizers`:
 its two optimizers, saved and restored together under "optimizers".
@@ -21,13 +24,15 @@ Like wrappers.py and resume.py, this module holds the originals of checked copie
 copy sits in its script under `# Copied from common.distributed.<name>`, `python -m common.check_copies` fails when
 one drifts and `--fix` rewrites it from here. The names used below but neither defined nor imported here are the
 carrying script's own: SCRIPT, Args, RunLog, fail, one_line_help, args_from_checkpoint, play, train,
-set_cudnn_flags, restore_agent, restore_rng, resumed_schedule, rng_states.
+set_cudnn_flags, use_bf16, restore_agent, restore_rng, resumed_schedule, rng_states.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
+import io
 import os
 import random
 import signal
@@ -46,10 +51,12 @@ import tyro
 def checkpoint_state(args: Args, agent: nn.Module, optimizer: optim.Optimizer, global_step: int,
                      iteration: int, schedule: dict) -> dict:
     """What a checkpoint holds, copied: it can be kept while training goes on (Stopper keeps the last complete
-    update's). Every rank calls it: the random generators of all ranks are gathered (rng[r] is rank r's), so a
-    resumed rank r draws on from where rank r stopped."""
+    update's). Every rank calls it, after every update: the ranks' weights are checked equal (check_weights_agree)
+    and the random generators of all ranks are gathered (rng[r] is rank r's), so a resumed rank r draws on from
+    where rank r stopped."""
     rng = [rng_states(next(agent.parameters()).device)]
     if args.world_size > 1:
+        check_weights_agree(agent, args, iteration)
         rng = [None] * args.world_size
         dist.all_gather_object(rng, rng_states(next(agent.parameters()).device))
     return {
@@ -62,6 +69,25 @@ def checkpoint_state(args: Args, agent: nn.Module, optimizer: optim.Optimizer, g
         "schedule": dict(schedule),
         "rng": rng,
     }
+
+
+def check_weights_agree(agent: nn.Module, args: Args, iteration: int) -> None:
+    """Stop the run if the ranks' weights differ. They start from rank 0's and take the same averaged steps, so they
+    stay equal bit for bit, but only as long as every rank computes every update the same way; ranks that drifted
+    apart would go on training different networks, and rank 0 would save its own. The check is one all-reduce:
+    a checksum of the weights (their bits summed as integers, which is exact in any order), whose maximum and
+    minimum over the ranks differ if any rank's weights do."""
+    weights = torch.cat([tensor.reshape(-1) for tensor in agent.state_dict().values()])
+    checksum = weights.view(torch.int32).sum(dtype=torch.int64)
+    extremes = torch.stack([checksum, -checksum])  # (one MAX all-reduce: the maximum and minus the minimum)
+    dist.all_reduce(extremes, op=dist.ReduceOp.MAX)
+    if extremes[0] != -extremes[1]:
+        if int(os.environ.get("LOCAL_RANK", 0)) == 0:  # (said once on each machine, above the progress bar)
+            tqdm.tqdm.write(f"{SCRIPT}: error: the ranks' weights differ after update {iteration}: they no longer "
+                            "train one network, so the run stops without saving (every checkpoint saved before "
+                            "passed this check)", file=sys.stderr)
+        dist.destroy_process_group()
+        raise SystemExit(1)
 
 
 def save_checkpoint(path: str, state: dict) -> None:
@@ -120,6 +146,17 @@ def check_args(args: Args) -> None:
                  "--eval-every N")
 
 
+def check_gpus(args: Args) -> None:
+    """Under torchrun on GPUs, each rank needs a GPU of its own (NCCL refuses two ranks on one GPU): more ranks on a
+    machine than it has GPUs are refused before training starts."""
+    local_rank, ranks_here = int(os.environ.get("LOCAL_RANK", 0)), int(os.environ.get("LOCAL_WORLD_SIZE", 1))
+    if "RANK" in os.environ and torch.cuda.is_available() and args.cuda and \
+            max(ranks_here, local_rank + 1) > torch.cuda.device_count():
+        fail(f"torchrun starts {max(ranks_here, local_rank + 1)} ranks on this machine and it has "
+             f"{torch.cuda.device_count()} GPU(s): each rank needs a GPU of its own; give --nproc_per_node "
+             f"{torch.cuda.device_count()} or fewer, or --no-cuda to train the ranks on the CPU")
+
+
 def check_resume(args: Args, ckpt: dict) -> None:
     """--resume goes on update by update, so the shape of an update and the learning rate's schedule cannot change;
     and there must be steps left."""
@@ -142,23 +179,56 @@ def check_resume(args: Args, ckpt: dict) -> None:
              f"give a larger --total-timesteps to train longer")
 
 
+@contextlib.contextmanager
+def every_rank_agrees():
+    """Under torchrun, the checks made in the `with` block are agreed by every rank. A rank that refused alone (a
+    --resume checkpoint missing on its node, too few GPUs on its machine) would leave the others waiting for it in
+    the process group until its timeout (30 min with gloo). So every rank joins the process group first, makes the
+    checks, and tells the others whether it refused (fail's line, held back meanwhile): if any did, every rank
+    refuses with the first refusal's line, said once on each machine, within seconds. Without torchrun: the block
+    alone, as in the other scripts."""
+    if "RANK" not in os.environ:
+        yield
+        return
+    # gloo for the tensors on the CPU (the verdicts below), NCCL for those on a GPU where there are GPUs: which
+    # device a rank trains on is known only once the checks have read the command line and the checkpoint.
+    dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
+    said, refusal = io.StringIO(), None
+    try:
+        with contextlib.redirect_stderr(said):
+            yield
+    except SystemExit as exit_:
+        refusal = (exit_.code, said.getvalue().strip())
+    else:
+        sys.stderr.write(said.getvalue())
+    refusals = [None] * int(os.environ["WORLD_SIZE"])
+    dist.all_gather_object(refusals, refusal)
+    refused = [(rank, r) for rank, r in enumerate(refusals) if r is not None]
+    if refused:
+        rank, (code, line) = refused[0]
+        if line and int(os.environ["LOCAL_RANK"]) == 0:
+            alone = "" if len(refused) == len(refusals) else f" (rank {rank}; every rank stops with it)"
+            print(line + alone, file=sys.stderr)
+        dist.destroy_process_group()
+        raise SystemExit(code)
+
+
 def setup_distributed(args: Args) -> tuple[int, torch.device]:
-    """Under torchrun (which sets RANK, LOCAL_RANK, LOCAL_WORLD_SIZE and WORLD_SIZE), join the process group: gloo
-    between CPU processes, nccl between GPUs, one GPU per rank (NCCL refuses two ranks on one GPU). More ranks on a
-    machine than it has GPUs are refused before anything starts. Returns this process's rank and its device.
-    Without torchrun: rank 0 of 1."""
+    """Under torchrun (which sets RANK, LOCAL_RANK and WORLD_SIZE; main has joined the process group): this process's
+    rank and its device, one GPU per rank (check_gpus) or the CPU; and --precision auto decided once, by rank 0, for
+    every rank (each machine deciding for itself, a cluster of mixed CPUs would train some ranks in bf16 and others
+    in fp32). Without torchrun: rank 0 of 1."""
     use_cuda = torch.cuda.is_available() and args.cuda
     if "RANK" not in os.environ:
         return 0, torch.device("cuda" if use_cuda else "cpu")
-    local_rank, ranks_here = int(os.environ["LOCAL_RANK"]), int(os.environ.get("LOCAL_WORLD_SIZE", 1))
-    if use_cuda and max(ranks_here, local_rank + 1) > torch.cuda.device_count():
-        fail(f"torchrun starts {max(ranks_here, local_rank + 1)} ranks on this machine and it has "
-             f"{torch.cuda.device_count()} GPU(s): each rank needs a GPU of its own; give --nproc_per_node "
-             f"{torch.cuda.device_count()} or fewer, or --no-cuda to train the ranks on the CPU")
-    dist.init_process_group("nccl" if use_cuda else "gloo")
+    device = torch.device(f"cuda:{os.environ['LOCAL_RANK']}" if use_cuda else "cpu")
     if use_cuda:
-        torch.cuda.set_device(local_rank)
-    return dist.get_rank(), torch.device(f"cuda:{local_rank}" if use_cuda else "cpu")
+        torch.cuda.set_device(device)
+    if args.precision == "auto":
+        precision = ["bf16" if use_bf16(args, device) else "fp32"]
+        dist.broadcast_object_list(precision, src=0)
+        args.precision = precision[0]  # (and so in the checkpoint: a resumed run keeps it)
+    return dist.get_rank(), device
 
 
 def all_ranks_mean(value: torch.Tensor, args: Args) -> torch.Tensor:
@@ -172,10 +242,14 @@ def all_ranks_mean(value: torch.Tensor, args: Args) -> torch.Tensor:
 def all_ranks_mean_grads(parameters, args: Args) -> None:
     """Average the gradients over the ranks, so that every rank takes the same step: flattened into one tensor,
     they go through one all-reduce per step rather than one per parameter tensor (as in CleanRL's
-    ppo_atari_multigpu.py)."""
+    ppo_atari_multigpu.py). Every parameter's, zeros where this rank's loss has none, as DDP does: every rank
+    then all-reduces a tensor of the same size."""
     if args.world_size == 1:
         return
-    grads = [param.grad for param in parameters if param.grad is not None]
+    for param in parameters:
+        if param.grad is None:
+            param.grad = torch.zeros_like(param)
+    grads = [param.grad for param in parameters]
     flat = all_ranks_mean(torch.cat([grad.reshape(-1) for grad in grads]), args)
     for grad, mean in zip(grads, flat.split([grad.numel() for grad in grads])):
         grad.copy_(mean.view_as(grad))
@@ -234,21 +308,22 @@ class Stopper:
     after every update), rather than finish the update first as the MLP scripts do. torchrun forwards Ctrl-C to
     its workers and kills them 30 s later (its default), sooner than a CNN update can end on a CPU. The ranks
     meet in collective calls, so they must stop at the same step: they agree on it through an all-reduce, at
-    every AGREE_EVERY-th check only (a collective and a wait for its result each time). On 2 CPU cores 16 checks
-    are about a second of training (a minibatch step takes 44-72 ms, benchmarks/README.md), far inside the 30 s."""
+    every AGREE_EVERY-th check only (a collective and a wait for its result each time), and rank 0 says so,
+    whichever rank the Ctrl-C reached (pressed on another machine, it reaches that machine's ranks only). On 2 CPU
+    cores 16 checks are about a second of training (a minibatch step takes 44-72 ms, benchmarks/README.md), far
+    inside the 30 s. While rank 0 evaluates, the others wait for it (wait_for_rank_0)."""
 
     AGREE_EVERY = 16
 
     def __init__(self, args: Args, rank: int, device: torch.device):
         self.args, self.rank, self.device = args, rank, device
-        self.requested, self.stopped, self.snapshot, self.checks = False, False, None, 0
+        self.requested, self.stopped, self.snapshot, self.checks, self.eval_steps = False, False, None, 0, 0
         signal.signal(signal.SIGINT, self.request)
 
     def request(self, signum, frame):
         self.requested = True
         if "RANK" not in os.environ:  # (torchrun sends Ctrl-C again on its way out: its SIGKILL is the hard stop)
             signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C quits at once
-        if self.rank == 0:
             tqdm.tqdm.write("Ctrl-C: stopping at the next step and saving the last complete update "
                             "(press again to quit without saving)")
 
@@ -256,44 +331,83 @@ class Stopper:
         """Whether to stop now: in one process, whether Ctrl-C was pressed; under torchrun, whether it reached any
         rank, as they found at their last agreement (all ranks call this at the same steps)."""
         self.checks += 1
-        if self.args.world_size == 1:
+        if "RANK" not in os.environ:
             self.stopped = self.stopped or self.requested
-        elif self.checks % self.AGREE_EVERY == 0:
-            flag = torch.tensor(float(self.requested), device=self.device)
-            self.stopped = self.stopped or all_ranks_mean(flag, self.args).item() > 0
+        elif self.checks % self.AGREE_EVERY == 0 and not self.stopped:
+            self.meet(evaluating=False)
         return self.stopped
+
+    def meet(self, evaluating: bool) -> bool:
+        """The ranks' agreement, one all-reduce: whether Ctrl-C reached any rank (then they all stop), and whether
+        rank 0 is still evaluating (`evaluating` is rank 0's word; the other ranks say False)."""
+        flags = torch.tensor([float(self.requested), float(evaluating)], device=self.device)
+        requested, evaluating = all_ranks_mean(flags, self.args).tolist()
+        if requested > 0 and not self.stopped and self.rank == 0:
+            tqdm.tqdm.write("Ctrl-C: stopping at the next step and saving the last complete update")
+        self.stopped = self.stopped or requested > 0
+        return evaluating > 0
+
+    def evaluating(self) -> bool:
+        """evaluate()'s should_stop on rank 0, at every step of its episodes: whether to give them up (a Ctrl-C).
+        Under torchrun the other ranks meet it at every AGREE_EVERY-th step (wait_for_rank_0), so that no rank waits
+        inside one collective for a whole evaluation (it would end at the process group's timeout, 30 min with
+        gloo and 10 with NCCL, which a long one with --capture-video can reach) and a Ctrl-C on any rank ends it."""
+        self.eval_steps += 1
+        if "RANK" in os.environ and self.eval_steps % self.AGREE_EVERY == 0:
+            self.meet(evaluating=True)
+        return self.requested or self.stopped
+
+    def evaluated(self) -> bool:
+        """Rank 0, its episodes over or given up: the other ranks wait no more. Whether they were played to the end
+        (not given up)."""
+        if "RANK" in os.environ:
+            self.meet(evaluating=False)
+        return not (self.requested or self.stopped)
+
+    def wait_for_rank_0(self) -> None:
+        """The ranks but 0, while rank 0 evaluates: they meet it until it says it is done. Returns None (what the
+        evaluation found is rank 0's alone)."""
+        while self.meet(evaluating=False):
+            pass
 
 
 def end_of_run(log: RunLog, envs, checkpoint_path: str, stopper: Stopper) -> None:
     """A run stopped by Ctrl-C saves the last complete update (rank 0 writes the snapshot every rank took part
-    in). Close the log and the envs, leave the process group; rank 0 says where the checkpoint is and how to
-    watch it; a run stopped by Ctrl-C exits 130, the convention."""
+    in). Close the log and the envs; rank 0 says where the checkpoint is and how to watch it; leave the process
+    group; a run stopped by Ctrl-C exits 130, the convention."""
     if stopper.stopped and stopper.rank == 0:
         save_checkpoint(checkpoint_path, stopper.snapshot)
     log.close()
     envs.close()
-    if stopper.args.world_size > 1:
-        dist.destroy_process_group()
     if stopper.rank == 0:
         print(f"checkpoint: {checkpoint_path} (step {stopper.snapshot['global_step']})")
-        print(f"watch it: python {SCRIPT} --play {checkpoint_path} --capture-video")
+        print(f"watch it: python {SCRIPT} --play {checkpoint_path} --capture-video", flush=True)
+    if stopper.args.world_size > 1:
+        # No rank leaves before rank 0 has saved: torchrun answers the first worker that exits with a failure (130)
+        # by sending SIGTERM to the others, rank 0 mid-save included, when the Ctrl-C did not reach torchrun itself
+        # (pressed on another machine, or sent to one worker).
+        dist.barrier()  # (rank 0 comes once its last checkpoint is written, whichever path saved it)
+        dist.destroy_process_group()
     if stopper.stopped:
         raise SystemExit(130)
 
 
 def main() -> None:
-    args = tyro.cli(one_line_help(Args), description=__doc__)
-    if "" in (args.resume, args.play):  # (an empty path would read as not given: a training instead of a play)
-        fail(f"--{'resume' if args.resume == '' else 'play'} needs the path of a checkpoint, got ''")
-    if args.resume and args.play:
-        fail("give either --resume or --play, not both")
-    ckpt = None
-    if args.resume or args.play:
-        args, ckpt = args_from_checkpoint(args)
-    args.world_size = int(os.environ.get("WORLD_SIZE", 1))
-    check_args(args)
-    if args.resume:
-        check_resume(args, ckpt)
+    with every_rank_agrees():  # under torchrun: a check that one rank refuses, every rank refuses
+        args = tyro.cli(one_line_help(Args), description=__doc__)
+        if "" in (args.resume, args.play):  # (an empty path would read as not given: a training instead of a play)
+            fail(f"--{'resume' if args.resume == '' else 'play'} needs the path of a checkpoint, got ''")
+        if args.resume and args.play:
+            fail("give either --resume or --play, not both")
+        ckpt = None
+        if args.resume or args.play:
+            args, ckpt = args_from_checkpoint(args)
+        args.world_size = int(os.environ.get("WORLD_SIZE", 1))
+        check_args(args)
+        if args.resume:
+            check_resume(args, ckpt)
+        if not args.play:
+            check_gpus(args)
     try:
         play(args, ckpt) if args.play else train(args, ckpt)
     except KeyboardInterrupt:

@@ -139,7 +139,13 @@ MUTATIONS = [
     Mutation("gradients-summed-over-ranks", "torchrun: the ranks' gradients summed, not averaged",
              [("flat = all_ranks_mean(torch.cat([grad.reshape(-1) for grad in grads]), args)",
                "flat = torch.cat([grad.reshape(-1) for grad in grads])\n    dist.all_reduce(flat)")],
-             ["tests/test_distributed.py::test_gradients_are_averaged_in_one_all_reduce"]),
+             ["tests/test_distributed.py::test_gradients_of_every_parameter_are_averaged_in_one_all_reduce"]),
+    Mutation("ranks-leave-before-rank-0-saved", "torchrun: end_of_run's barrier dropped, the other ranks leave while "
+             "rank 0 writes its last checkpoint, and torchrun's SIGTERM cuts the save short when the Ctrl-C reached "
+             "one worker only",
+             [("dist.barrier()  # (rank 0 comes once its last checkpoint is written",
+               "pass  # (rank 0 comes once its last checkpoint is written")],
+             ["tests/test_torchrun_faults.py::test_rank_0s_last_checkpoint_outlasts_a_ctrl_c_that_reached_one_worker"]),
     Mutation("rng-restore-forgets-numpy", "restore_rng does not put NumPy's generator back",
              [("np.random.set_state((np_state[0], np.array(np_state[1], dtype=np.uint32), *np_state[2:]))", "pass")],
              [CORE + "test_rng_states_round_trip"]),

@@ -20,6 +20,7 @@ DIFFERS = {
     "num_steps": "CartPole steps one env",
     "minibatch_size": "CartPole's batch is T steps of one env; Mario draws its minibatches step by step, not in epochs",
     "num_envs": "per rank in the torchrun scripts",
+    "norm_adv": "the torchrun scripts normalize over each rank's own minibatch",
     "learning_rate": "Mario's is the policy's alone (and the help text is another issue's)",
     "anneal_lr": "Mario anneals two learning rates (and the help text is another issue's)",
     "clip_coef": "Pendulum's --objective kl and none clip nothing",

@@ -27,7 +27,8 @@ SKIPPABLE = "skippable on a first read"
 # Definitions a learner may skip: they must come after the skippable marker, wherever a script has them.
 PLUMBING = {"fail", "check_args", "check_resume", "save_checkpoint", "load_checkpoint", "checkpoint_state",
             "args_from_checkpoint", "restore_agent", "evaluate", "play", "setup_distributed", "Stopper", "Silent",
-            "adam", "worker_start_method", "make_worker_env", "one_line_help"}
+            "adam", "worker_start_method", "make_worker_env", "one_line_help", "check_gpus", "every_rank_agrees",
+            "check_weights_agree"}
 PPO_FIELDS = ["learning_rate", "num_steps", "gamma", "gae_lambda", "update_epochs", "clip_coef", "ent_coef",
               "vf_coef", "max_grad_norm"]
 RUN_FIELDS = ["exp_name", "seed", "torch_deterministic", "cuda", "capture_video", "checkpoint_every", "resume",
