@@ -3,7 +3,6 @@ of both API shapes and the real gym-super-mario-bros of this Python, the frame p
 minibatch stream, and the script end to end from its command line (train, KL early stop, resume, play with
 MP4, determinism, Ctrl-C, bad input, two torchrun ranks)."""
 
-import subprocess
 import sys
 
 import gymnasium as gym
@@ -12,7 +11,8 @@ import pytest
 import torch
 
 import ppo_mario_cnn as ppo
-from conftest import (CLEANRL_TAGS, ROOT, SCHEDULE, ctrl_c_saves_a_checkpoint, expect_unreadable_checkpoints_refused,
+from benchmarks.core import launch
+from conftest import (CLEANRL_TAGS, SCHEDULE, ctrl_c_saves_a_checkpoint, expect_unreadable_checkpoints_refused,
                       expect_usage_error, run_dirs, run_main, run_script, scalars, two_torchrun_ranks)
 
 STOP_MESSAGE = "Ctrl-C: stopping at the next step and saving the last complete update"
@@ -404,13 +404,12 @@ def test_target_flag_rate_ends_the_run_after_the_evaluation_that_reaches_it(scra
 
 FLAG_DRIVER = """
 import sys
-sys.path.insert(0, {root!r})
 import ppo_mario_cnn as ppo
+from benchmarks.core import launch
 
 flags = iter({flags!r})
 ppo.evaluate = lambda args, agent, episodes, *rest, **kwargs: ([1.0, 2.0], [40, 80], [300, 900], next(flags))
-sys.argv = ["ppo_mario_cnn.py", *{argv!r}]
-ppo.main()
+sys.exit(launch.run_main(ppo, {argv!r}))
 """
 
 
@@ -419,9 +418,8 @@ def test_target_flag_rate_under_torchrun_every_rank_ends_at_the_same_update(tmp_
     wait forever in its next collective), and the checkpoint is update 2's."""
     argv = [*TINY, "--total-timesteps", "1024", "--eval-every", "1", "--eval-episodes", "2",
             "--target-flag-rate", "0.5"]  # 2 ranks x 128 samples an update: 4 updates
-    (tmp_path / "driver.py").write_text(FLAG_DRIVER.format(root=str(ROOT), flags=FLAGS, argv=argv))
-    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-                             "driver.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    (tmp_path / "driver.py").write_text(FLAG_DRIVER.format(flags=FLAGS, argv=argv))
+    result = launch.run(launch.python_command("driver.py", torchrun=2), tmp_path, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     (run_dir,) = run_dirs(tmp_path)
     ckpt = torch.load(run_dir / "checkpoint.pt", weights_only=True)
