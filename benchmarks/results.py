@@ -113,10 +113,16 @@ SUMMARY = re.compile(r"^mean return over (\d+) episodes: (-?[\d.]+) \+/- ([\d.]+
 FLAGS = re.compile(r"flag reached in (\d+)/(\d+)")
 
 
+def pixels(script: str) -> bool:
+    """Whether the lesson learns from frames: its --play samples from pi (the MLP lessons' plays greedily)."""
+    return next(lesson.pixels for lesson in LESSONS if lesson.script == script)
+
+
 def play_log(name: str) -> dict:
     """The committed play log of agents/<name>.pt (agents/<name>.play.txt): its command (the first line, after
     "$ "), the returns of its episodes, --play's own summary (the mean and the std of those returns, as it prints
-    them: numpy's std, over the episodes), and the flags reached where the lesson counts them."""
+    them: numpy's std, over the episodes), how it plays ("greedy" or "sampled", by its lesson), and the flags
+    reached where the lesson counts them, also as the text every quote of the log appends ("flags")."""
     text = (AGENTS / f"{name}.play.txt").read_text()
     command = text.splitlines()[0].removeprefix("$ ")
     returns = [float(match[3]) for match in EPISODE.finditer(text)]
@@ -124,7 +130,9 @@ def play_log(name: str) -> dict:
     if summary is None or int(summary[1]) != len(returns):
         raise ValueError(f"agents/{name}.play.txt: no summary line for its {len(returns)} episodes")
     return {"command": command, "returns": returns, "summary": f"{summary[2]} +/- {summary[3]}",
-            "flags": (int(flags[1]), int(flags[2])) if flags else None}
+            "how": "sampled" if pixels(command.split()[1]) else "greedy",
+            "flags": (int(flags[1]), int(flags[2])) if flags else None,
+            "flags_text": f", the flag in {flags[1]} of {flags[2]}" if flags else ""}
 
 
 def final_policy(row: Row, rows: list[dict]) -> str:
@@ -136,9 +144,7 @@ def final_policy(row: Row, rows: list[dict]) -> str:
     if row.agent is None:
         return "-"
     log = play_log(row.agent)
-    how = "sampled" if next(lesson.pixels for lesson in LESSONS if lesson.script == rows[0]["script"]) else "greedy"
-    flags = f", the flag in {log['flags'][0]} of {log['flags'][1]}" if log["flags"] else ""
-    return (f"{log['summary']}{flags} ([`{row.agent}.pt`](agents/README.md), {how}, "
+    return (f"{log['summary']}{log['flags_text']} ([`{row.agent}.pt`](agents/README.md), {log['how']}, "
             f"{len(log['returns'])} episodes; +/- over them)")
 
 
@@ -204,8 +210,7 @@ def watch() -> str:
     parts = []
     for name in WATCHED:
         log = play_log(name)
-        flags = f", the flag in {log['flags'][0]} of {log['flags'][1]}" if log["flags"] else ""
-        parts.append(f"`{name}` {log['summary']}{flags}")
+        parts.append(f"`{name}` {log['summary']}{log['flags_text']}")
     return ("**Watch the trained agents.** [`agents/`](agents/README.md): policy files (weights and statistics, no "
             "optimizer), each with its run, why that run and the log of its `--play` over 20 episodes (greedy for the "
             "MLP lessons, sampled for the pixel ones; mean +/- std over the episodes): " + "; ".join(parts) + ". "

@@ -58,7 +58,7 @@ import tyro
 from PIL import Image
 
 from benchmarks.core import launch
-from common.lessons import LESSONS
+from benchmarks.results import pixels, play_log
 
 ROOT = launch.ROOT
 AGENTS = ROOT / "agents"
@@ -253,20 +253,12 @@ def play(name: str, episodes: int = PLAY_EPISODES) -> Path:
     return log
 
 
-def pixels(script: str) -> bool:
-    """Whether the lesson learns from frames (its --play samples from pi; the MLP lessons' plays greedily)."""
-    return next(lesson.pixels for lesson in LESSONS if lesson.script == script)
-
-
 def play_summary(name: str) -> str:
     """What agents/<name>.play.txt says: the mean return +/- its std over the episodes, how many, greedy or
     sampled, and for Mario how many reached the flag."""
-    from benchmarks.results import play_log
-
     log = play_log(name)
-    how = "sampled" if pixels(log["command"].split()[1]) else "greedy"
-    flags = f"; the flag in {log['flags'][0]} of {log['flags'][1]}" if log["flags"] else ""
-    return f"{log['summary']} over {len(log['returns'])} episodes ({how}; +/- over the episodes){flags}"
+    episodes = len(log["returns"])
+    return f"{log['summary']} over {episodes} episodes ({log['how']}; +/- over the episodes){log['flags_text']}"
 
 
 def readme() -> str:
