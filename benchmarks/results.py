@@ -44,10 +44,11 @@ LONGEST_SILENCE = 600.0  # seconds: a longer gap between a run's logged points i
 # The processors the record names (benchmarks/README.md, at the anchor given), by a short key.
 MACHINES = {
     "unrecorded": "not recorded",
-    "amx": "an Intel Xeon with AMX (model not recorded)",
+    "amx": "a CPU with AMX (model not recorded)",
     "epyc": "AMD EPYC, AVX512-BF16, no AMX",
     "epyc-then-amx": "AMD EPYC (no AMX) to 294,912 steps, then an Intel Xeon with AMX",
-    "epyc-family26": "AMD EPYC (no AMX) for 4.3M steps, the last 5.7M on an AMD EPYC of CPU family 26 (no AMX)",
+    "epyc-family26": "not recorded for the first 4.3M steps; the last 5.7M on an AMD EPYC of CPU family 26 (AVX512-BF16, "
+                     "no AMX)",
 }
 
 
