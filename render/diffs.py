@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,13 +67,12 @@ class Piece:
     def anchor(self) -> str:
         return f"h{self.hunk.number}" if self.part == 1 else f"h{self.hunk.number}-{self.part}"
 
-    @property
-    def a_lines(self) -> list[int]:
-        return [r.a for r in self.rows if r.a is not None]
+    def lines(self, side: str) -> list[int]:
+        """The piece's lines on side "a" or "b"."""
+        return [getattr(r, side) for r in self.rows if getattr(r, side) is not None]
 
-    @property
-    def b_lines(self) -> list[int]:
-        return [r.b for r in self.rows if r.b is not None]
+    a_lines = property(lambda self: self.lines("a"))
+    b_lines = property(lambda self: self.lines("b"))
 
     @property
     def copied(self) -> bool:
@@ -82,8 +82,7 @@ class Piece:
         """The last line of that side ahead of this piece (0 at the file's start): where a piece with no lines
         on that side sits."""
         start = self.hunk.i1 if side == "a" else self.hunk.j1
-        earlier = [n for p in self.hunk.pieces[:self.part - 1] for n in (p.a_lines if side == "a" else p.b_lines)]
-        return max(earlier, default=start)
+        return max((n for p in self.hunk.pieces[:self.part - 1] for n in p.lines(side)), default=start)
 
 
 @dataclass
@@ -139,41 +138,32 @@ class Fold:
         return [item for item in self.items if isinstance(item, Piece)]
 
     @property
-    def removed(self) -> int:
-        return sum(1 for p in self.pieces for n in p.a_lines if any(c.first <= n <= c.last for c in self.blocks_a))
-
-    @property
-    def added(self) -> int:
-        return sum(1 for p in self.pieces for n in p.b_lines if any(c.first <= n <= c.last for c in self.blocks_b))
-
-    @property
     def prose_only(self) -> bool:
         return all(p.prose_only for p in self.pieces)
 
     @property
     def title(self) -> str:
         """Which block, copied from where: one target, or 'a -> b' where the two sides hold different blocks."""
-        def names(blocks):
-            return ", ".join(dict.fromkeys(c.target for c in blocks))
+        def joined(blocks, attribute):
+            return ", ".join(dict.fromkeys(getattr(c, attribute) for c in blocks))
 
-        def modules(blocks):
-            return ", ".join(dict.fromkeys(c.module for c in blocks))
-
-        a, b = names(self.blocks_a), names(self.blocks_b)
-        ma, mb = modules(self.blocks_a), modules(self.blocks_b)
+        a, b = joined(self.blocks_a, "target"), joined(self.blocks_b, "target")
+        ma, mb = joined(self.blocks_a, "module"), joined(self.blocks_b, "module")
         if not a or not b or a == b:
             return f"copied block {a or b} (from {ma or mb})"
         return f"copied block {a} -> {b} (from {ma if ma == mb else ma + ' -> ' + mb})"
 
     @property
     def change(self) -> str:
-        removed, added = self.removed, self.added
+        def inside(side, blocks):
+            return sum(1 for p in self.pieces for n in p.lines(side) if any(c.first <= n <= c.last for c in blocks))
+
+        removed, added = inside("a", self.blocks_a), inside("b", self.blocks_b)
         if not added:
             return f"{removed} line{'s' * (removed != 1)} removed"
         if not removed:
             return f"{added} line{'s' * (added != 1)} added"
-        total = removed + added
-        return f"{total} lines changed (-{removed} +{added})"
+        return f"{removed + added} lines changed (-{removed} +{added})"
 
     @property
     def summary(self) -> str:
@@ -199,6 +189,16 @@ class PairDiff:
     def pieces(self) -> list[Piece]:
         return [p for h in self.hunks for p in h.pieces]
 
+    def text(self, side: str) -> list[str]:
+        return self.text_a if side == "a" else self.text_b
+
+    def code(self, side: str) -> dict[int, str]:
+        return self.code_a if side == "a" else self.code_b
+
+    def prose(self, side: str, n: int) -> bool:
+        """Whether line n of that side is prose: it has text but no code."""
+        return n not in self.code(side) and bool(self.text(side)[n - 1].strip())
+
     def counts(self) -> dict[str, int]:
         kinds = [h.kind for h in self.hunks]
         return {"code": kinds.count("code"), "prose": kinds.count("prose"), "copied": kinds.count("copied"),
@@ -220,52 +220,38 @@ def _groups(a: Lesson, b: Lesson, codes) -> tuple[dict[int, int], dict[int, int]
     """Copied blocks that match across the diff, grouped (union-find): line -> group on each side, and each group's
     blocks. Two blocks match when an equal opcode pairs a non-blank line of one with a line of the other, or when
     they have the same target. The line maps leave out the groups that are not folded (see below)."""
-    parent: dict[tuple[str, int], tuple[str, int]] = {}
+    sides = {"a": a.copies, "b": b.copies}
+    parent = {(side, k): (side, k) for side, copies in sides.items() for k in range(len(copies))}
 
     def find(x):
-        while parent.setdefault(x, x) != x:
+        while parent[x] != x:
             x = parent[x]
         return x
 
     def union(x, y):
         parent[find(x)] = find(y)
 
-    block_a = {n: k for k, c in enumerate(a.copies) for n in range(c.first, c.last + 1)}
-    block_b = {n: k for k, c in enumerate(b.copies) for n in range(c.first, c.last + 1)}
-    for k in range(len(a.copies)):
-        find(("a", k))
-    for k in range(len(b.copies)):
-        find(("b", k))
-    for tag, i1, i2, j1, j2 in codes:
-        if tag == "equal":
-            for n, m in zip(range(i1 + 1, i2 + 1), range(j1 + 1, j2 + 1)):
-                if n in block_a and m in block_b and a.lines[n - 1].strip():
-                    union(("a", block_a[n]), ("b", block_b[m]))
+    block = {side: {n: k for k, c in enumerate(copies) for n in range(c.first, c.last + 1)}
+             for side, copies in sides.items()}
+    paired = [(n, m) for tag, i1, i2, j1, j2 in codes if tag == "equal"  # the non-blank lines difflib pairs
+              for n, m in zip(range(i1 + 1, i2 + 1), range(j1 + 1, j2 + 1)) if a.lines[n - 1].strip()]
+    for n, m in paired:
+        if n in block["a"] and m in block["b"]:
+            union(("a", block["a"][n]), ("b", block["b"][m]))
     for k, c in enumerate(a.copies):
         for m, d in enumerate(b.copies):
             if c.target == d.target:
                 union(("a", k), ("b", m))
-    roots = sorted({find(x) for x in parent})
-    number = {root: g for g, root in enumerate(roots)}
+    number = {root: g for g, root in enumerate(sorted({find(x) for x in parent}))}
     groups: dict[int, tuple[list, list]] = {g: ([], []) for g in number.values()}
-    for (side, k) in parent:
-        g = number[find((side, k))]
-        groups[g][0 if side == "a" else 1].append((a.copies if side == "a" else b.copies)[k])
-    for blocks_a, blocks_b in groups.values():
-        blocks_a.sort(key=lambda c: c.first)
-        blocks_b.sort(key=lambda c: c.first)
-    key_a = {n: number[find(("a", k))] for n, k in block_a.items()}
-    key_b = {n: number[find(("b", k))] for n, k in block_b.items()}
+    for side, k in sorted(parent, key=lambda x: sides[x[0]][x[1]].first):
+        groups[number[find((side, k))]][0 if side == "a" else 1].append(sides[side][k])
+    key = {side: {n: number[find((side, k))] for n, k in block[side].items()} for side in sides}
     # A block that difflib pairs with lines outside copied blocks of its group (a lesson's own version of the
     # function: cartpole's collect_rollout against the copy in lunarlander) is read, not folded.
-    local = set()
-    for tag, i1, i2, j1, j2 in codes:
-        if tag == "equal":
-            for n, m in zip(range(i1 + 1, i2 + 1), range(j1 + 1, j2 + 1)):
-                if a.lines[n - 1].strip() and key_a.get(n) != key_b.get(m):
-                    local.update(k for k in (key_a.get(n), key_b.get(m)) if k is not None)
-    key_a = {n: k for n, k in key_a.items() if k not in local}
-    key_b = {n: k for n, k in key_b.items() if k not in local}
+    local = {k for n, m in paired if key["a"].get(n) != key["b"].get(m)
+             for k in (key["a"].get(n), key["b"].get(m)) if k is not None}
+    key_a, key_b = ({n: k for n, k in key[side].items() if k not in local} for side in sides)
     return key_a, key_b, groups
 
 
@@ -316,10 +302,9 @@ def _align(a_nums: list[int], b_nums: list[int], text_a, text_b, key_a, key_b) -
 
 def _gap(a_nums: list[int], b_nums: list[int], key_a, key_b) -> list[Row]:
     """Lines left between two pairs: side by side where their groups agree, one-sided where they do not."""
-    ka = [key_a.get(x) for x in a_nums]
-    kb = [key_b.get(y) for y in b_nums]
+    keys = difflib.SequenceMatcher(None, [key_a.get(x) for x in a_nums], [key_b.get(y) for y in b_nums], autojunk=False)
     rows = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, ka, kb, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in keys.get_opcodes():
         if tag == "equal":
             rows += [Row(x, y) for x, y in zip(a_nums[i1:i2], b_nums[j1:j2])]
         else:
@@ -332,8 +317,7 @@ def _row_keys(rows: list[Row], text_a, text_b, key_a, key_b) -> None:
     next to a copied run join it (the blank lines below a block go with it, or with the block below when none is
     above)."""
     for row in rows:
-        keys = {key_a.get(row.a) if row.a is not None else "-", key_b.get(row.b) if row.b is not None else "-"}
-        keys.discard("-")
+        keys = {key.get(n) for key, n in ((key_a, row.a), (key_b, row.b)) if n is not None}
         row.key = keys.pop() if len(keys) == 1 else None
 
     def blank(row):
@@ -361,10 +345,8 @@ def _code_equal(a_lines, b_lines, code_a, code_b) -> bool:
 
 def diff_lessons(a: Lesson, b: Lesson) -> PairDiff:
     """The whole diff of two lessons: hunks (difflib's opcodes), pieces, unchanged runs and copied folds."""
-    text_a = [t.rstrip() for t in a.lines]
-    text_b = [t.rstrip() for t in b.lines]
-    code_a = dict(code_lines("\n".join(a.lines) + "\n"))
-    code_b = dict(code_lines("\n".join(b.lines) + "\n"))
+    text_a, text_b = ([t.rstrip() for t in lesson.lines] for lesson in (a, b))
+    code_a, code_b = (dict(code_lines("\n".join(lesson.lines) + "\n")) for lesson in (a, b))
     codes = opcodes(a.lines, b.lines)
     key_a, key_b, groups = _groups(a, b, codes)
     hunks, stream = [], []
@@ -374,10 +356,7 @@ def diff_lessons(a: Lesson, b: Lesson) -> PairDiff:
             continue
         hunk = Hunk(len(hunks) + 1, tag, i1, i2, j1, j2)
         a_nums, b_nums = list(range(i1 + 1, i2 + 1)), list(range(j1 + 1, j2 + 1))
-        if tag == "replace":
-            rows = _align(a_nums, b_nums, text_a, text_b, key_a, key_b)
-        else:
-            rows = [Row(x, None) for x in a_nums] + [Row(None, y) for y in b_nums]
+        rows = _align(a_nums, b_nums, text_a, text_b, key_a, key_b)  # (one-sided rows for an insert or a delete)
         _row_keys(rows, text_a, text_b, key_a, key_b)
         hunk.prose_only = _code_equal(a_nums, b_nums, code_a, code_b)
         for row in rows:
@@ -443,30 +422,24 @@ def char_changes(x: str, y: str) -> tuple[list[tuple[int, int]], list[tuple[int,
     return spans_a, spans_b
 
 
-def _styled_classes() -> set[str]:
+@functools.lru_cache(maxsize=None)
+def _styled_classes() -> frozenset[str]:
     """Pygments' short classes that its default style colours (only those get a span: smaller pages)."""
-    found = set(re.findall(r"^\.hl \.(\w+) \{", pygments_css(), re.M))
-    return found - {"hll", "w"}
-
-
-_STYLED = None
+    return frozenset(re.findall(r"^\.hl \.(\w+) \{", pygments_css(), re.M)) - {"hll", "w"}
 
 
 def highlight_lines(lines: list[str]) -> list[list[tuple[str, str]]]:
     """Each line as (short Pygments class or '', text) fragments: Python lexed as one file, so that a docstring's
     middle lines are strings too."""
-    global _STYLED
     from pygments.lexers import PythonLexer
     from pygments.token import STANDARD_TYPES
 
-    if _STYLED is None:
-        _STYLED = _styled_classes()
     out: list[list[tuple[str, str]]] = [[]]
     for ttype, value in PythonLexer(stripnl=False, ensurenl=True).get_tokens("\n".join(lines) + "\n"):
         while ttype not in STANDARD_TYPES:
             ttype = ttype.parent
         cls = STANDARD_TYPES[ttype]
-        cls = cls if cls in _STYLED else ""
+        cls = cls if cls in _styled_classes() else ""
         for k, part in enumerate(value.split("\n")):
             if k:
                 out.append([])
@@ -566,13 +539,13 @@ def item_target(diff: PairDiff, item: str) -> Piece | None:
     pieces = diff.pieces
 
     def lines(piece):
-        return [("a", n) for n in piece.a_lines] + [("b", n) for n in piece.b_lines]
+        return [(side, n) for side in "ab" for n in piece.lines(side)]
 
     def text(side, n):
-        return (diff.text_a if side == "a" else diff.text_b)[n - 1]
+        return diff.text(side)[n - 1]
 
     def code(side, n):
-        return (diff.code_a if side == "a" else diff.code_b).get(n, "")
+        return diff.code(side).get(n, "")
 
     def word(token):
         left = r"\b" if re.match(r"\w", token) else ""
@@ -635,6 +608,9 @@ def pair_pages() -> list[tuple[str, str, str]]:
     return [(a, b, f"diffs/{page_name(a, b)}") for a, b in NEIGHBOURS]
 
 
+PAD = '<span class="rx"> </span>'  # the side of a row that has no line
+
+
 class _Html:
     """The HTML of one pair's diff; lesson links go to ../lessons/<stem>.html#L<n>."""
 
@@ -648,15 +624,9 @@ class _Html:
         return f'<a{c} href="../lessons/{self.stem[side]}.html#L{n}">{text if text is not None else n}</a>'
 
     def line(self, side: str, n: int, cls: str, marks=()) -> str:
-        code = self.diff.code_a if side == "a" else self.diff.code_b
-        prose = " rp" if cls in ("rd", "ri") and n not in code and (self.diff.text_a if side == "a"
-                                                                 else self.diff.text_b)[n - 1].strip() else ""
+        prose = " rp" if cls in ("rd", "ri") and self.diff.prose(side, n) else ""
         body = line_html(self.hl[side][n - 1], list(marks), "del" if side == "a" else "ins")
         return f'<span class="{cls}{prose}">{self.link(side, n, cls="ln")}{body}</span>'
-
-    @staticmethod
-    def pad() -> str:
-        return '<span class="rx"> </span>'
 
     @staticmethod
     def sbs(left: list[str], right: list[str]) -> str:
@@ -668,14 +638,10 @@ class _Html:
         for row in rows:
             marks_a, marks_b = (char_changes(self.diff.text_a[row.a - 1], self.diff.text_b[row.b - 1])
                                 if row.similar else ((), ()))
-            if row.a is not None:
-                left.append(self.line("a", row.a, "rd" if row.similar or row.b is None else "rd ru", marks_a))
-            else:
-                left.append(self.pad())
-            if row.b is not None:
-                right.append(self.line("b", row.b, "ri" if row.similar or row.a is None else "ri ru", marks_b))
-            else:
-                right.append(self.pad())
+            left.append(self.line("a", row.a, "rd" if row.similar or row.b is None else "rd ru", marks_a)
+                        if row.a is not None else PAD)
+            right.append(self.line("b", row.b, "ri" if row.similar or row.a is None else "ri ru", marks_b)
+                         if row.b is not None else PAD)
         return self.sbs(left, right)
 
     def same_rows(self, i1: int, i2: int, j1: int, j2: int) -> str:
@@ -689,7 +655,7 @@ class _Html:
             first, last = nums[0], nums[-1]
             label = f"{first}" if first == last else f"{first}-{last}"
             return f"{esc(name)} {self.link(side, first, label)}"
-        total = len(self.diff.a.lines if side == "a" else self.diff.b.lines)
+        total = len(self.diff.text(side))
         if at == 0:
             return f"{esc(name)}: none (before {self.link(side, 1, 'line 1')})" if total else f"{esc(name)}: none"
         return f"{esc(name)}: none (after {self.link(side, at, f'line {at}')})"
@@ -698,7 +664,7 @@ class _Html:
         h = piece.hunk
         kind = "copied" if piece.copied else ("prose" if piece.prose_only else "code")
         label = {"copied": "in a copied block", "prose": "prose only", "code": "code"}[kind]
-        if kind == "code" and any(self.is_prose(r) for r in piece.rows):
+        if kind == "code" and any(self.diff.prose(side, n) for side in "ab" for n in piece.lines(side)):
             label = "code (prose lines marked)"
         part = f", part {piece.part} of {len(h.pieces)}" if len(h.pieces) > 1 else ""
         classes = "hunk " + kind + (" prose-only" if piece.prose_only else "")
@@ -710,36 +676,28 @@ class _Html:
                 f'data-a="{h.i1}-{h.i2}" data-b="{h.j1}-{h.j2}" data-part="{piece.part}/{len(h.pieces)}">'
                 f'{head}{self.rows(piece.rows)}</section>')
 
-    def is_prose(self, row: Row) -> bool:
-        return any(n is not None and n not in code and text[n - 1].strip()
-                   for n, code, text in ((row.a, self.diff.code_a, self.diff.text_a),
-                                         (row.b, self.diff.code_b, self.diff.text_b)))
-
     def same(self, same: Same, before: bool, after: bool) -> str:
         """An unchanged run: CONTEXT lines next to each change shown, the rest folded."""
         if not len(same):
             return ""
-        head = CONTEXT if before else 0
-        tail = CONTEXT if after else 0
+        head, tail = CONTEXT * before, CONTEXT * after
         if len(same) <= head + tail + 2:
             return f'<div class="same">{self.same_rows(same.i1, same.i2, same.j1, same.j2)}</div>'
         parts = []
         if head:
             parts.append(self.same_rows(same.i1, same.i1 + head, same.j1, same.j1 + head))
         i1, i2, j1, j2 = same.i1 + head, same.i2 - tail, same.j1 + head, same.j2 - tail
-        n = i2 - i1
-        parts.append(f'<details class="fold"><summary>{n} unchanged lines ({esc(self.diff.a.name)} {i1 + 1}-{i2}, '
-                     f'{esc(self.diff.b.name)} {j1 + 1}-{j2})</summary>{self.same_rows(i1, i2, j1, j2)}</details>')
+        parts.append(f'<details class="fold"><summary>{i2 - i1} unchanged lines ({esc(self.diff.a.name)} '
+                     f'{i1 + 1}-{i2}, {esc(self.diff.b.name)} {j1 + 1}-{j2})</summary>'
+                     f'{self.same_rows(i1, i2, j1, j2)}</details>')
         if tail:
             parts.append(self.same_rows(same.i2 - tail, same.i2, same.j2 - tail, same.j2))
         return f'<div class="same">{"".join(parts)}</div>'
 
     def fold(self, fold: Fold) -> str:
-        where = []
-        for side, blocks in (("a", fold.blocks_a), ("b", fold.blocks_b)):
-            name = self.diff.a.name if side == "a" else self.diff.b.name
-            for c in blocks:
-                where.append(f"{esc(name)} {self.link(side, c.first, f'{c.first}-{c.last}')}: {esc(c.target)}")
+        where = [f"{esc(lesson.name)} {self.link(side, c.first, f'{c.first}-{c.last}')}: {esc(c.target)}"
+                 for side, lesson, blocks in (("a", self.diff.a, fold.blocks_a), ("b", self.diff.b, fold.blocks_b))
+                 for c in blocks]
         body = self.items(fold.items)
         classes = "copied" + (" prose-only" if fold.prose_only else "")
         hunks = sorted({p.hunk.number for p in fold.pieces})
@@ -779,18 +737,17 @@ def _markdown(text: str) -> str:
     return re.sub(r'<a href="([^"]*)">(.*?)</a>', fix, html, flags=re.S)
 
 
-def readme_html(diff: PairDiff, pair: ReadmePair | None) -> tuple[str, list[tuple[str, Piece | None]]]:
-    """README's list for the pair, each item followed by a link to its hunk; also (item, piece) for each item."""
+def readme_html(diff: PairDiff, pair: ReadmePair | None) -> str:
+    """README's list for the pair, each item followed by a link to its hunk."""
     if pair is None:
-        return "", []
-    links, lis = [], []
+        return ""
+    lis = []
     for item in pair.items:
         piece = item_target(diff, item)
-        links.append((item, piece))
         to = (f' <a class="to-hunk" href="#{piece.anchor}">&rarr; #{piece.hunk.number}</a>' if piece else "")
         lis.append(f"<li>{_markdown(item)}{to}</li>")
     return (f'<section class="readme"><p>{_markdown(pair.heading)}</p><ul>{"".join(lis)}</ul>'
-            f'<p class="from">(README.md, "Comparing the variants")</p></section>'), links
+            f'<p class="from">(README.md, "Comparing the variants")</p></section>')
 
 
 def render_pair(diff: PairDiff, pair: ReadmePair | None = None) -> str:
@@ -798,7 +755,7 @@ def render_pair(diff: PairDiff, pair: ReadmePair | None = None) -> str:
     h = _Html(diff)
     a, b = diff.a.name, diff.b.name
     title = f"{a} -> {b}"
-    readme, _ = readme_html(diff, pair)
+    readme = readme_html(diff, pair)
     counts = diff.counts()
     files = " ".join(
         f'<span class="file">{label} <b>{esc(name)}</b>: <a href="../lessons/{Path(name).stem}.html">lesson</a>, '
@@ -832,6 +789,3 @@ def build_diff_pages(out: Path, root: Path) -> list[Path]:
         written.append(path)
     return written
 
-
-__all__ = ["Row", "Piece", "Hunk", "Same", "Fold", "PairDiff", "ReadmePair", "diff_lessons", "diff_files", "opcodes",
-           "char_changes", "readme_pairs", "item_target", "render_pair", "page_name", "pair_pages", "build_diff_pages"]
