@@ -1,9 +1,13 @@
 """Benchmark one training script of this library over several seeds.
 
-Runs `python <script> --seed S --exp-name NAME [script args]` once per seed, one after the other, then reads
-each run's TensorBoard scalars and reports per seed: the env steps and wall-clock seconds until the rolling
-mean episodic return first reached a threshold, the final return, and the steps per second. Prints a markdown
-table, a summary line and the command that reproduces it, and writes the rows to a CSV.
+Runs `python <script> --seed S --exp-name NAME [script args]` once per seed, one after the other (or, with
+--from-logs, reads run folders that exist), and reports per seed from its TensorBoard scalars: the env steps and
+wall-clock seconds until the rolling mean episodic return first reached --threshold, the final return, the steps
+per second and, with --play-episodes, the greedy return of its final policy (the way the lessons' targets are
+stated; the training episodes play a sampled, exploring policy). Prints a markdown table, a summary line and the
+command that reproduces it, and writes the record's three CSVs (benchmarks/core/records.py): one row per seed, the
+learning curves (each --tag and --eval-tag value) and the spread of the update's diagnostics (--diagnostic-tags).
+benchmarks.summary, .compare and .diagnostics make the reports from them once the run folders are gone.
 
 Contract with the training scripts (every script of the library follows it, so nothing here is env-specific):
 - run as `python <script> --seed S --exp-name NAME ...` from a working directory, it writes TensorBoard event
@@ -13,28 +17,10 @@ Contract with the training scripts (every script of the library follows it, so n
 - it saves `checkpoint.pt` in its run folder, and `python <script> --play CKPT --episodes N` runs the greedy
   policy for N episodes and prints a line `mean return over N episodes: MEAN +/- STD` (used by --play-episodes).
 
---play-episodes N scores each seed's final policy the way its lesson's target is stated (greedy actions, N
-fresh episodes) rather than by the training episodes, which are played with a sampled, exploring policy.
---plot writes the learning curve (benchmarks/compare.py draws it): the rolling mean return against env steps for
-every seed, their mean and min-max band, and (when the script logs it) the evaluation return `eval/mean_return`.
---tag and --eval-tag record other per-episode and per-evaluation scalars instead (Mario: `charts/x_pos`,
-`eval/flag_rate`). --label names a configuration (a row's `label`, the CSV's default name).
-
-Three CSVs per benchmark (benchmarks/core/records.py): <name>.csv, one row per seed (the measures above),
-<name>-curves.csv, the learning curves themselves: one row per finished training episode (--tag) and per
-evaluation (--eval-tag), with the script, env, seed, env steps, wall seconds from launch and the value, and
-<name>-diagnostics.csv, the spread of the update's diagnostics (--diagnostic-tags: approx_kl, clipfrac,
-explained_variance, entropy, value_loss) per seed: count, min, 5th percentile, median, 95th percentile and max,
-over the whole run and over its second half. The reports are made from these once the run folders are gone:
-benchmarks/summary.py (README's results table, the curves at given steps), benchmarks/compare.py (the figures),
-benchmarks/diagnostics.py (the diagnostics' ranges); benchmarks/describe.py describes any scalar of run folders.
-
-Timing: seconds are counted from just before the process is launched, so Python start-up, imports and env
-construction count: that is what a user waits for. "Training seconds" count from the run's first TensorBoard
-event (the script opening its SummaryWriter) instead: the training loop's own clock. With --from-logs there
-is no launch time, so seconds count from the first event of the run's event files (when the script opened
-its SummaryWriter) and the run ends at its last logged scalar; the table and the CSV's `timed_from` column
-say which clock was used.
+Timing: seconds count from just before the process is launched, so Python start-up, imports and env construction
+count: that is what a user waits for. "Training seconds" count from the run's first TensorBoard event (the script
+opening its SummaryWriter): the training loop's own clock. With --from-logs there is no launch time: seconds count
+from the first event and the run ends at its last logged scalar; the CSV's `timed_from` says which clock was used.
 
 Usage:
     python -m benchmarks.benchmark --script ppo_cartpole.py --seeds 1 2 3 4 5 --threshold 475 \
@@ -58,7 +44,7 @@ from tyro.conf import Positional
 
 from benchmarks.core.plots import plot_curves
 from benchmarks.core import launch, runs
-from benchmarks.core.records import curves_path, diagnostics_path, write_csv
+from benchmarks.core.records import curves_path, diagnostics_path, markdown_table, write_csv
 from benchmarks.core.runs import SPS_TAG, RunFailed
 from benchmarks.core.stats import diagnostic_spreads, rolling_first_crossing
 
@@ -167,9 +153,13 @@ def summarize(
     )
 
 
-def analyse(args: Args, run_dir: Path, start_time: float | None, end_time: float | None) -> dict:
-    """One CSV row for a run folder. Without start/end times (--from-logs) the run's first and last events
-    stand in for launch and exit."""
+def analyse(args: Args, run_dir: Path, start_time: float | None = None, end_time: float | None = None
+            ) -> tuple[dict, list[dict], list[dict]]:
+    """A run folder's records, its scalars read once: its CSV row; its curve points, every --tag value (one per
+    finished training episode, kind "training") and every --eval-tag value (one per evaluation, kind "evaluation"),
+    each with its env steps and its wall seconds from `start_time`; and its diagnostics rows, the spread of every
+    --diagnostic-tags scalar it logged (diagnostic_spreads). Without start/end times (--from-logs) the run's first
+    and last events stand in for launch and exit."""
     env_id, seed = runs.parse_run_name(run_dir)
     scalars, first_event_time = runs.read_scalars(run_dir, args.up_to_step)
     if not scalars:
@@ -180,46 +170,15 @@ def analyse(args: Args, run_dir: Path, start_time: float | None, end_time: float
         start_time = first_event_time
         end_time = max(event.wall_time for events in scalars.values() for event in events)
     measures = summarize(scalars, args.tag, args.window, args.threshold, start_time, end_time, first_event_time)
-    return {
-        "script": Path(args.script).name,
-        "label": args.label,
-        "env_id": env_id,
-        "seed": seed,
-        "threshold": args.threshold,
-        "window": args.window,
-        **asdict(measures),
-        "timed_from": timed_from,
-        "play_episodes": None,  # filled in by play_policy when --play-episodes is given
-        "play_return": None,
-        "play_return_std": None,
-        "run_dir": str(run_dir),
-    }
-
-
-def read_points(args: Args, run_dir: Path, start_time: float | None = None) -> list[dict]:
-    """The run's learning curve as rows for the curves CSV: every --tag value (one per finished training
-    episode, kind "training") and every --eval-tag value (one per evaluation, kind "evaluation"), each with its
-    env steps and its wall seconds from `start_time` (launch; None: the run's first event)."""
-    if not run_dir.is_dir():
-        raise RunFailed(f"the run folder {run_dir} is gone: rerun the benchmark that wrote it")
-    env_id, seed = runs.parse_run_name(run_dir)
-    scalars, first_event_time = runs.read_scalars(run_dir, args.up_to_step)
-    start = first_event_time if start_time is None else start_time
-    return [
-        {"script": Path(args.script).name, "label": args.label, "env_id": env_id, "seed": seed, "kind": kind,
-         "tag": tag, "env_steps": event.step, "wall_seconds": event.wall_time - start, "value": event.value}
-        for kind, tag in (("training", args.tag), ("evaluation", args.eval_tag))
-        for event in scalars.get(tag, [])
-    ]
-
-
-def read_diagnostics(args: Args, run_dir: Path) -> list[dict]:
-    """The run's diagnostics CSV rows: the spread of every --diagnostic-tags scalar it logged (diagnostic_spreads)."""
-    env_id, seed = runs.parse_run_name(run_dir)
-    return [
-        {"script": Path(args.script).name, "label": args.label, "env_id": env_id, "seed": seed, **row}
-        for row in diagnostic_spreads(runs.read_scalars(run_dir, args.up_to_step)[0], args.diagnostic_tags)
-    ]
+    names = {"script": Path(args.script).name, "label": args.label, "env_id": env_id, "seed": seed}
+    row = {**names, "threshold": args.threshold, "window": args.window, **asdict(measures), "timed_from": timed_from,
+           # the play_* fields: filled in by play_policy when --play-episodes is given
+           "play_episodes": None, "play_return": None, "play_return_std": None, "run_dir": str(run_dir)}
+    points = [{**names, "kind": kind, "tag": tag, "env_steps": event.step,
+               "wall_seconds": event.wall_time - start_time, "value": event.value}
+              for kind, tag in (("training", args.tag), ("evaluation", args.eval_tag))
+              for event in scalars.get(tag, [])]
+    return row, points, [{**names, **spread} for spread in diagnostic_spreads(scalars, args.diagnostic_tags)]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -272,8 +231,7 @@ def run_seeds(args: Args, record: dict) -> None:
         print(f"{prefix} running {script.name}, output in {log_path}", flush=True)
         try:
             run_dir, launched, exited = run_seed(args, script, seed, log_path)
-            row = analyse(args, run_dir, launched, exited)
-            points, diagnostics = read_points(args, run_dir, launched), read_diagnostics(args, run_dir)
+            row, points, diagnostics = analyse(args, run_dir, launched, exited)
             if args.play_episodes:
                 print(f"{prefix} playing the greedy policy for {args.play_episodes} episodes", flush=True)
                 row.update(play_policy(args, script, run_dir))
@@ -305,12 +263,12 @@ def read_logs(args: Args, record: dict) -> int:
         return 1
     for run_dir in run_dirs:
         try:
-            row = analyse(args, run_dir, start_time=None, end_time=None)
+            row, points, diagnostics = analyse(args, run_dir)
             if args.play_episodes:
                 row.update(play_policy(args, Path(args.script).resolve(), run_dir))
             record["rows"].append(row)
-            record["points"] += read_points(args, run_dir)
-            record["diagnostics"] += read_diagnostics(args, run_dir)
+            record["points"] += points
+            record["diagnostics"] += diagnostics
         except RunFailed as error:
             record["failures"].append(f"{run_dir}: {error}")
     record["rows"].sort(key=lambda row: (row["env_id"], row["seed"], row["run_dir"]))
@@ -325,14 +283,14 @@ def fmt(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
-def markdown_table(rows: list[dict], threshold: float | None, play_episodes: int = 0) -> str:
+def seed_table(rows: list[dict], threshold: float | None, play_episodes: int = 0) -> str:
     header = ["seed"]
     if threshold is not None:
         header += ["reached", "steps to threshold", "seconds to threshold", "training seconds to threshold"]
     header += ["final return", "total steps", "wall s", "SPS", "logged SPS"]
     if play_episodes:
         header += [f"greedy return ({play_episodes} episodes)"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    table = []
     for row in rows:
         cells = [str(row["seed"])]
         if threshold is not None:
@@ -342,8 +300,8 @@ def markdown_table(rows: list[dict], threshold: float | None, play_episodes: int
                   f"{row['sps']:.0f}", fmt(row["logged_sps"], ".0f")]
         if play_episodes:
             cells += [f"{row['play_return']:.1f} +/- {row['play_return_std']:.1f}"]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        table.append(cells)
+    return markdown_table(header, table)
 
 
 def summary_lines(
@@ -418,7 +376,7 @@ def main(args: Args) -> int:
         run_seeds(args, record)
     rows, failures = record["rows"], record["failures"]
     print()
-    print(markdown_table(rows, args.threshold, args.play_episodes))
+    print(seed_table(rows, args.threshold, args.play_episodes))
     print()
     for line in summary_lines(rows, len(rows) + len(failures), args.threshold, args.window, args.play_threshold):
         print(line)

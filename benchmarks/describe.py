@@ -18,6 +18,7 @@ from tyro.conf import Positional
 
 from benchmarks.core import runs
 from benchmarks.core.launch import ROOT
+from benchmarks.core.records import markdown_table
 
 
 @dataclass
@@ -42,19 +43,19 @@ def main(args: Args) -> int:
     header = ["run", "values", "min", "median", "max"]
     if args.band:
         header.append(f"share within [{args.band[0]:g}, {args.band[1]:g}]")
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
+    table = []
     for run_dir in run_dirs:
         values = [event.value for event in runs.read_scalars(run_dir, args.up_to_step)[0].get(args.tag, [])]
         if not values:
-            print(f"| {run_dir.name} | 0 | - | - | - |" + (" - |" if args.band else ""))
+            table.append([run_dir.name, "0"] + ["-"] * (len(header) - 2))
             continue
         cells = [run_dir.name, str(len(values)), f"{min(values):.4g}", f"{statistics.median(values):.4g}",
                  f"{max(values):.4g}"]
         if args.band:
             inside = sum(args.band[0] <= value <= args.band[1] for value in values)
             cells.append(f"{100 * inside / len(values):.0f}% ({inside} of {len(values)})")
-        print("| " + " | ".join(cells) + " |")
+        table.append(cells)
+    print(markdown_table(header, table))
     print("Command: " + shlex.join(["python", "-m", "benchmarks.describe", *sys.argv[1:]]))
     return 0
 

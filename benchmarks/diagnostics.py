@@ -14,7 +14,7 @@ from pathlib import Path
 import tyro
 from tyro.conf import Positional
 
-from benchmarks.core.records import load_diagnostics
+from benchmarks.core.records import load_diagnostics, markdown_table
 from benchmarks.core.stats import diagnostic_ranges
 
 
@@ -24,8 +24,8 @@ class Args:
     """diagnostics CSVs"""
 
 
-def rows_of(path: Path) -> list[str]:
-    """The table's rows for one diagnostics CSV."""
+def rows_of(path: Path) -> list[list[str]]:
+    """The table's rows (their cells) for one diagnostics CSV."""
     rows = load_diagnostics(path)
     if not rows:
         raise ValueError(f"{path} holds no rows")
@@ -33,23 +33,23 @@ def rows_of(path: Path) -> list[str]:
     for summed in diagnostic_ranges(rows):
         counts = summed["counts"]
         count = str(counts[0]) if min(counts) == max(counts) else f"{min(counts)}-{max(counts)}"
-        cells = [f"`{rows[0]['script']}`" + (f" ({summed['label']})" if summed["label"] else ""), summed["tag"],
-                 summed["part"], " ".join(str(seed) for seed in summed["seeds"]), count,
-                 *(f"{summed[key]:.3g}" for key in ("min", "p5", "median", "p95", "max"))]
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append([f"`{rows[0]['script']}`" + (f" ({summed['label']})" if summed["label"] else ""), summed["tag"],
+                      summed["part"], " ".join(str(seed) for seed in summed["seeds"]), count,
+                      *(f"{summed[key]:.3g}" for key in ("min", "p5", "median", "p95", "max"))])
     return lines
 
 
 def main(args: Args) -> int:
-    lines = ["| script | tag | part of the run | seeds | values per seed | min | 5th pct (lowest seed) "
-             "| median (of the seeds' medians) | 95th pct (highest seed) | max |", "|---" * 10 + "|"]
+    table = []
     for path in args.csvs:
         try:
-            lines += rows_of(path)
+            table += rows_of(path)
         except (FileNotFoundError, KeyError, ValueError) as error:
             print(f"diagnostics: cannot read {path}: {error}", file=sys.stderr)
             return 1
-    print("\n".join(lines))
+    print(markdown_table(["script", "tag", "part of the run", "seeds", "values per seed", "min",
+                          "5th pct (lowest seed)", "median (of the seeds' medians)", "95th pct (highest seed)", "max"],
+                         table))
     print("Command: " + shlex.join(["python", "-m", "benchmarks.diagnostics", *sys.argv[1:]]))
     return 0
 

@@ -29,7 +29,7 @@ import sys
 from dataclasses import dataclass
 
 from benchmarks.core.launch import ROOT
-from benchmarks.core.records import curves_path, load_points, read_rows
+from benchmarks.core.records import curves_path, load_points, markdown_table, read_rows
 from benchmarks.core.stats import active_seconds, mean_std
 from common.diff_matrix import between_markers
 from common.lessons import LESSONS
@@ -193,14 +193,8 @@ def table(record: bool = False) -> str:
     (its links relative to benchmarks/)."""
     header = ["script", "recipe", "env", "env steps", "seeds", "final training score", "final policy (`--play`)",
               "training time", "processor"] + ["published, the same env"] * record
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for row in ROWS:
-        if record or row.readme:
-            cells = row_line(row) + [row.published] * record
-            line = "| " + " | ".join(cells) + " |"
-            lines.append(line.replace("](benchmarks/README.md#", "](#").replace("](agents/", "](../agents/")
-                         if record else line)
-    return "\n".join(lines)
+    text = markdown_table(header, [row_line(row) + [row.published] * record for row in ROWS if record or row.readme])
+    return text.replace("](benchmarks/README.md#", "](#").replace("](agents/", "](../agents/") if record else text
 
 
 WATCHED = ["cartpole", "lunarlander", "pendulum", "hopper", "breakout", "breakout-annealed", "mario"]

@@ -45,7 +45,7 @@ from pathlib import Path
 
 from benchmarks.core import plots
 from benchmarks.core.launch import ROOT
-from benchmarks.core.records import load_points, write_csv
+from benchmarks.core.records import load_points, markdown_table, write_csv
 
 COMMIT = "cd35bde610f4045bf2e0731c8f4c88d22df8fc85"  # DLR-RM/rl-trained-agents, the snapshot this was checked on
 FOLDER = "ppo/BreakoutNoFrameskip-v4_1"
@@ -210,12 +210,9 @@ def table(games: list[Game], runs: dict[tuple[str, int], Run], marks: list[float
         if len(seeds) > 1:
             columns.append(f"{label} mean")
             cells.append([sum(v) / len(v) if None not in v else None for v in zip(*per_seed)])
-    head = ["X frames", "SB3, agent frames (ours)", "SB3, sum of l", *columns]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for i, mark in enumerate(marks):
-        row = [f"{mark / 1e6:g}M", cell(sb3_c[i][0]), cell(sb3_a[i][0]), *(cell(values[i]) for values in cells)]
-        lines.append("| " + " | ".join(row) + " |")
-    return "\n".join(lines)
+    return markdown_table(["X frames", "SB3, agent frames (ours)", "SB3, sum of l", *columns],
+                          [[f"{mark / 1e6:g}M", cell(sb3_c[i][0]), cell(sb3_a[i][0]), *(cell(v[i]) for v in cells)]
+                           for i, mark in enumerate(marks)])
 
 
 def curves(games: list[Game], runs: dict[tuple[str, int], Run], window: int = WINDOW, step: int = GRID

@@ -125,7 +125,7 @@ def test_reads_summary_writer_logs(tmp_path, capsys):
     writer.close()
 
     args = benchmark.Args(script="ppo_env.py", threshold=4.0, window=3, workdir=tmp_path, csv=tmp_path / "out.csv")
-    row = benchmark.analyse(args, run_dir, start_time=start - 2, end_time=start + 78)
+    row, _, _ = benchmark.analyse(args, run_dir, start_time=start - 2, end_time=start + 78)
     # rolling means of 3: 2, 3, 4, 5 -> first >= 4 at episode 5 (step 250, 50 s after start, 52 s after launch)
     assert row["env_id"] == "Env-v0" and row["seed"] == 1
     assert row["steps_to_threshold"] == 250

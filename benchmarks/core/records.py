@@ -1,4 +1,5 @@
-"""The record's files: one CSV writer and one reader, and the formats a benchmark writes beside its rows.
+"""The record's files: one CSV writer and one reader, the formats a benchmark writes beside its rows, and the
+markdown table every report prints.
 
 A benchmark of a lesson writes three CSVs (benchmarks/benchmark.py): <name>.csv, one row per seed;
 <name>-curves.csv, its learning curves (one row per training episode and per evaluation); <name>-diagnostics.csv,
@@ -35,11 +36,13 @@ def _rounded(value, floats: str | None):
     return float(f"{value:.4g}") if floats == "significant" else round(value, 3)
 
 
-def read_csv(path: Path, numbers: dict[str, type] | None = None) -> list[dict]:
-    """A CSV's rows as dicts ([] where the file is missing), the columns named in `numbers` converted (e.g.
-    {"seed": int, "value": float})."""
+def read_csv(path: Path, numbers: dict[str, type] | None = None, what: str | None = None) -> list[dict]:
+    """A CSV's rows as dicts, the columns named in `numbers` converted (e.g. {"seed": int, "value": float}). A
+    missing file has no rows, or where `what` names it, raises FileNotFoundError("no <what> at <path>")."""
     path = Path(path)
     if not path.is_file():
+        if what:
+            raise FileNotFoundError(f"no {what} at {path}")
         return []
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
@@ -51,9 +54,7 @@ def read_csv(path: Path, numbers: dict[str, type] | None = None) -> list[dict]:
 
 def read_rows(path: Path) -> list[dict]:
     """A benchmark CSV's rows, refusing a missing or empty file with one line (FileNotFoundError, ValueError)."""
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"no CSV at {path}")
-    rows = read_csv(path)
+    rows = read_csv(path, what="CSV")
     if not rows:
         raise ValueError(f"{path} holds no rows")
     return rows
@@ -71,16 +72,19 @@ def diagnostics_path(csv_path: Path) -> Path:
 
 def load_points(path: Path) -> list[dict]:
     """A curves CSV back as rows with numbers."""
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"no curves CSV at {path}")
-    return read_csv(path, {"env_steps": int, "wall_seconds": float, "value": float})
+    return read_csv(path, {"env_steps": int, "wall_seconds": float, "value": float}, "curves CSV")
 
 
 def load_diagnostics(path: Path) -> list[dict]:
     """A diagnostics CSV back as rows with numbers."""
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"no diagnostics CSV at {path}")
-    return read_csv(path, {"count": int, **{key: float for key in ("min", "p5", "median", "p95", "max")}})
+    return read_csv(path, {"count": int, **{key: float for key in ("min", "p5", "median", "p95", "max")}},
+                    "diagnostics CSV")
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    """The lines of a markdown table: the header, its rule, a line per row of cells."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(cells) + " |" for cells in rows])
 
 
 def name_of(row: dict) -> str:
