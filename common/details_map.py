@@ -5,7 +5,9 @@ ones, the 9 for continuous actions) plus KL early stopping, the paper's adaptive
 bootstrapping of time-limit truncations. For every detail and every script, ``DETAILS`` holds either the text to
 find in the script (the line it first appears on is where the detail is implemented) or the reason the
 script leaves the detail out. This command writes the map as a markdown table into README.md, between the
-``<!-- details-map -->`` markers, each implementation a link to its file and line.
+``<!-- details-map -->`` markers, each implementation a link to its file and line, and a last column with what
+switching the detail off did in the ablation studies (benchmarks/ablations.py), read from their committed
+effects.
 
 Usage::
 
@@ -139,10 +141,17 @@ def cell(script: str, entry: str | Absent, root: Path = ROOT) -> str:
 
 
 def table(root: Path = ROOT) -> str:
-    lines = ["| group | detail | " + " | ".join(f"`{lesson.name}`" for lesson in LESSONS) + " |",
-             "|---|---|" + "---|" * len(SCRIPTS)]
+    """The map; its last column, what switching the detail off (or changing it) did in the ablation studies, is
+    written from their committed effects (benchmarks/results/ablations/effects.csv, benchmarks.ablations)."""
+    from benchmarks import ablations
+
+    found = ablations.read_effects(root / "benchmarks" / "results" / "ablations")
+    lines = ["| group | detail | " + " | ".join(f"`{lesson.name}`" for lesson in LESSONS)
+             + " | switched off or changed: effect on the study's score, 95% CI |",
+             "|---|---|" + "---|" * (len(SCRIPTS) + 1)]
     for group, detail, entries in DETAILS:
         cells = [cell(script, entries[script], root) for script in SCRIPTS]
+        cells.append(ablations.map_column(detail, group, found))
         lines.append(f"| {group} | {detail} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -2,6 +2,8 @@
 that takes it on, and the dry run; the grid run end to end (runs, skips, resumes, Ctrl-C) is tests/test_mujoco.py's,
 on Table 1's study."""
 
+import shlex
+
 import torch
 
 from benchmarks.core import grid, launch
@@ -58,6 +60,22 @@ def test_dry_run_prints_each_cell_and_runs_nothing(tmp_path, capsys):
                      grid.Cell("ppo_cartpole.py", "CartPole-v1", "fast", 2)]
     grid.run(study(tmp_path), cells, jobs=2, recorded={cells[1]}, dry_run=True)
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split(":")[0] for line in lines] == ["new     CartPole-v1 fast seed 1", "done    CartPole-v1 fast seed 2"]
-    assert "--seed 1 --exp-name study-fast" in lines[0]
+    # one shell line per cell to run (for GNU parallel or a Slurm array), a comment for a cell that is done
+    assert lines[1] == "# done CartPole-v1 fast seed 2" and len(lines) == 2
+    command, comment = lines[0].split("  # ")
+    assert comment == "new CartPole-v1 fast seed 1"
+    assert shlex.split(command)[0] == "python" and shlex.split(command)[1].endswith("ppo_cartpole.py")
+    assert shlex.split(command)[2:] == study(tmp_path).command(cells[0])[2:]
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_patched_setting_runs_through_the_patch_runner_fresh_and_resumed(tmp_path):
+    s = grid.Study("study", {"fast": [], "plain": []}, ["--num-steps", "100"], 1000, tmp_path,
+                   patches={"fast": ["no-grad-clip", "default-init"]})
+    fresh = s.command(CELL)
+    assert fresh[1:7] == ["-m", "benchmarks.patches", "--patch", "no-grad-clip", "--patch", "default-init"]
+    assert fresh[7:10] == ["ppo_cartpole.py", "--env-id", "CartPole-v1"]
+    assert s.command(grid.Cell("ppo_cartpole.py", "CartPole-v1", "plain", 3))[1].endswith("ppo_cartpole.py")
+    checkpoint(tmp_path, "CartPole-v1__study-fast__3__100", 400, num_envs=1, num_steps=100)
+    state, resumed = s.next_command(CELL, recorded=set())
+    assert state == "partial" and resumed[1:7] == fresh[1:7] and "--resume" in resumed

@@ -12,7 +12,9 @@ is done too (a fresh checkout has no run folders).
 from __future__ import annotations
 
 import os
+import shlex
 import signal
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,13 +36,15 @@ class Cell:
 class Study:
     """What a grid runs: each cell's script on its task with `flags` and its setting's flags (`settings`), for
     `total_timesteps` env steps, named `--exp-name <name>-<setting>` and run in `runs_dir` (its runs/ folder
-    receives the runs and runs/<name>-logs/ their console output)."""
+    receives the runs and runs/<name>-logs/ their console output). A setting named in `patches` runs its lesson
+    through benchmarks/patches.py with those patches (fresh and resumed alike)."""
 
     name: str
     settings: dict[str, list[str]]
     flags: list[str] = field(default_factory=list)
     total_timesteps: int = 1_000_000
     runs_dir: Path = launch.ROOT
+    patches: dict[str, list[str]] = field(default_factory=dict)
 
     def exp_name(self, cell: Cell) -> str:
         return f"{self.name}-{cell.setting}"
@@ -49,7 +53,8 @@ class Study:
         """The command that trains the cell from scratch."""
         return launch.lesson_command(cell.script, [
             "--env-id", cell.task, "--seed", str(cell.seed), "--exp-name", self.exp_name(cell),
-            "--total-timesteps", str(self.total_timesteps), *self.flags, *self.settings[cell.setting]])
+            "--total-timesteps", str(self.total_timesteps), *self.flags, *self.settings[cell.setting]],
+            patches=tuple(self.patches.get(cell.setting, ())))
 
     def folders(self, cell: Cell) -> set[Path]:
         return runs.find_runs(self.runs_dir / "runs", cell.task, self.exp_name(cell), cell.seed)
@@ -72,7 +77,8 @@ class Study:
             return "done", []  # its run folder is gone (a fresh checkout), its results are recorded
         if state == "partial":
             return state, launch.lesson_command(cell.script, ["--resume", str(folder / "checkpoint.pt"),
-                                                              "--total-timesteps", str(self.total_timesteps)])
+                                                              "--total-timesteps", str(self.total_timesteps)],
+                                                patches=tuple(self.patches.get(cell.setting, ())))
         return state, [] if state == "done" else self.command(cell)
 
 
@@ -82,15 +88,31 @@ def cells(script: str, tasks: list[str], settings: list[str], seeds: list[int]) 
     return [Cell(script, task, setting, seed) for seed in seeds for task in tasks for setting in settings]
 
 
+def shell_line(command: list[str], runs_dir: Path) -> str:
+    """A command as one line for a shell started in `runs_dir`: `python` for this interpreter, the lesson and
+    the checkpoints by their paths relative to that folder where they lie under it."""
+    def short(word: str) -> str:
+        if word == sys.executable:
+            return "python"
+        path = Path(word)
+        if path.is_absolute() and path.is_relative_to(runs_dir.resolve()):
+            return str(path.relative_to(runs_dir.resolve()))
+        return word
+    return shlex.join(short(word) for word in command)
+
+
 def run(study: Study, todo: list[Cell], jobs: int, recorded: set[Cell] = frozenset(), dry_run: bool = False) -> None:
-    """Run the cells of `todo` that are not done, `jobs` at a time, one thread each; with `dry_run` print each
-    cell's state and command instead. Ctrl-C lets every running cell save, then exits 130."""
+    """Run the cells of `todo` that are not done, `jobs` at a time, one thread each. With `dry_run` run nothing:
+    print one shell line per cell that is not done, its command followed by a comment with its state (`# done`
+    alone for the others), to be run from the study's runs folder (the root), e.g. by GNU parallel or as a
+    Slurm array's tasks (one thread each: OMP_NUM_THREADS=1). Ctrl-C lets every running cell save, then
+    exits 130."""
     queue = []
     for cell in todo:
         state, command = study.next_command(cell, recorded)
         if dry_run:
-            shown = command or study.command(cell)
-            print(f"{state:7s} {cell.task} {cell.setting} seed {cell.seed}: {' '.join(shown[1:])}")
+            name = f"{cell.task} {cell.setting} seed {cell.seed}"
+            print(f"{shell_line(command, study.runs_dir)}  # {state} {name}" if command else f"# done {name}")
         elif command:
             queue.append((cell, command))
     if dry_run or not queue:

@@ -61,8 +61,12 @@ def python_command(*args: str, torchrun: int = 0) -> list[str]:
     return [sys.executable, *args]
 
 
-def lesson_command(script: str, argv: list[str], torchrun: int = 0) -> list[str]:
-    """`python <root>/<script> argv`: the command a user types (by its path, so it runs from any folder)."""
+def lesson_command(script: str, argv: list[str], torchrun: int = 0, patches: tuple[str, ...] = ()) -> list[str]:
+    """`python <root>/<script> argv`: the command a user types (by its path, so it runs from any folder); with
+    `patches`, `python -m benchmarks.patches --patch <name> ... <script> argv` (run from the root)."""
+    if patches:
+        flags = [item for name in patches for item in ("--patch", name)]
+        return python_command("-m", "benchmarks.patches", *flags, Path(script).name, *argv, torchrun=torchrun)
     return python_command(str(ROOT / Path(script).name), *argv, torchrun=torchrun)
 
 

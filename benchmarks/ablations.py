@@ -1,0 +1,566 @@
+"""What each detail buys: every implementation detail and every variant's choice switched off, one at a time,
+in the lessons' own code, and the effect measured against the lesson's own defaults.
+
+    python -m benchmarks.ablations cartpole                 # 15 settings x 10 seeds of ppo_cartpole.py, 2 at a time
+    python -m benchmarks.ablations lunarlander --seeds 1 2  # some of a study's seeds (--settings: some settings)
+    python -m benchmarks.ablations cartpole --dry-run       # one shell line per cell not done, nothing run
+    python -m benchmarks.ablations --report-only            # every study's tables and figures, from the CSVs
+    python -m benchmarks.ablations --list                   # the studies and their settings
+
+A study is one lesson on one task for a fixed number of steps (STUDIES); a setting changes one thing against the
+lesson's defaults: a flag where the lesson has one (--no-norm-adv), a named patch of the lesson's own function
+where it has none (benchmarks/patches.py: --patch default-init replaces layer_init, and so on). A cell (script,
+task, setting, seed) is one command on the grid (benchmarks/core/grid.py): the grid runs the cells that are not
+done, --jobs at a time on one thread each, resumes the stopped ones from their checkpoints (Ctrl-C, or `kill
+-INT` on a grid in the background, saves every running cell), and skips the cells whose rows a results CSV holds.
+--dry-run prints each cell's command, to be run from the repository's root: with N machines, hand the lines to a
+scheduler (a Slurm array, GNU parallel), copy the run folders back into runs/ and run the same command with
+--report-only.
+
+A run's scores (its row of <study>-runs.csv): the final return (the mean of its last 20 training episodes, 100
+for Hopper as in Table 1: sampled actions), the area under its learning curve (AUC: the mean over the run of the
+training return binned per --bin-steps steps, <study>-curves.csv; a detail that changes how fast a run learns and
+not where it ends shows here), the steps to solve (the first step at which the mean of the last 20 training
+episodes reaches the task's threshold; a run that never does counts as the whole budget, a lower bound) and,
+for LunarLander, its final greedy evaluation (eval/mean_return: 10 episodes, argmax pi, at the last update).
+
+The effect of a setting on a score: its mean over seeds minus the default's, with a 95% percentile-bootstrap
+confidence interval over seeds (rliable's StratifiedIndependentBootstrap of the two groups, 50,000 resamples,
+fixed random state: the same CSVs give the same intervals). The verdict, by one rule: "helps" when the whole
+interval lies on the better side of 0 (higher return or AUC, fewer steps to solve), "hurts" when it lies on the
+worse side, "not detected" otherwise; with 5 or 10 seeds, a small effect is "not detected", not "no effect".
+
+Outputs, under --results-dir (benchmarks/results/ablations/): <study>-runs.csv and <study>-curves.csv (the
+record), <study>.md (the table), <study>.png (each setting's curve beside the default's), effects.csv (every
+effect, its interval and verdict: README's details map reads its column from it) and effects.png (all effects).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchmarks import mujoco_grid
+from benchmarks.core import grid, plots, runs, stats
+from benchmarks.core.launch import ROOT
+from benchmarks.core.records import read_csv, write_csv
+
+RESULTS = ROOT / "benchmarks" / "results" / "ablations"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One change against the lesson's defaults: its flags and patches, what it switches, and the row of README's
+    implementation-details map it measures (None: a hyperparameter or variant choice the map has no row for)."""
+
+    what: str
+    flags: tuple[str, ...] = ()
+    patches: tuple[str, ...] = ()
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str  # the column of <study>-runs.csv (auc: computed from the curve)
+    label: str
+    higher_is_better: bool = True
+
+
+FINAL, AUC = Metric("final_return", "final return"), Metric("auc", "AUC")
+SOLVE, EVAL = Metric("steps_to_solve", "steps to solve", higher_is_better=False), Metric("eval_return", "greedy eval")
+
+
+@dataclass
+class Ablation:
+    """A study: `script` on `task` for `total_timesteps` steps with `flags`, its settings (the first one the
+    default, with no change), `seeds`, the scores it reports (the first one leads README's column), and where
+    its runs are named (`exp_prefix`) and may already be recorded (`borrowed`: another study's results dir whose
+    rows for this task and these settings count, e.g. Table 1's clip and unclipped Hopper runs)."""
+
+    name: str
+    script: str
+    task: str
+    total_timesteps: int
+    settings: dict[str, Setting]
+    seeds: list[int]
+    metrics: list[Metric]
+    final_episodes: int = 20
+    threshold: float | None = None
+    bin_steps: int = 5000
+    flags: list[str] = field(default_factory=list)
+    exp_prefix: str = ""
+    borrowed: Path | None = None
+
+    @property
+    def default(self) -> str:
+        return next(iter(self.settings))
+
+    def study(self, runs_dir: Path = ROOT) -> grid.Study:
+        return grid.Study(self.exp_prefix or f"ablation-{self.name}",
+                          {name: list(s.flags) for name, s in self.settings.items()}, self.flags,
+                          self.total_timesteps, runs_dir,
+                          patches={name: list(s.patches) for name, s in self.settings.items() if s.patches})
+
+
+def common_settings(epochs: int) -> dict[str, Setting]:
+    """The settings every MLP lesson has, after its default: the core details off, then the hyperparameters
+    halved and doubled or at their ends."""
+    return {
+        "no-norm-adv": Setting("advantage normalization off", ("--no-norm-adv",), detail="7. advantage normalization"),
+        "no-anneal-lr": Setting("learning-rate annealing off", ("--no-anneal-lr",),
+                                detail="4. learning-rate annealing"),
+        "no-grad-clip": Setting("global gradient clipping off", patches=("no-grad-clip",),
+                                detail="11. global gradient clipping"),
+        "default-init": Setting("PyTorch's default init instead of orthogonal", patches=("default-init",),
+                                detail="2. orthogonal init, constant bias"),
+        "policy-init-1": Setting("policy's last layer at scale 1, not 0.01", patches=("policy-init-1",),
+                                 detail="2. orthogonal init, constant bias"),
+        "adam-eps-1e-8": Setting("Adam's eps 1e-8, not 1e-5", patches=("adam-eps-1e-8",),
+                                 detail="3. Adam epsilon 1e-5"),
+        "gae-lambda-1": Setting("GAE lambda 1 (Monte Carlo)", ("--gae-lambda", "1"), detail="5. GAE"),
+        "gae-lambda-0": Setting("GAE lambda 0 (one-step TD)", ("--gae-lambda", "0"), detail="5. GAE"),
+        f"epochs-{epochs // 2}": Setting(f"{epochs // 2} epochs (halved)", ("--update-epochs", str(epochs // 2))),
+        f"epochs-{epochs * 2}": Setting(f"{epochs * 2} epochs (doubled)", ("--update-epochs", str(epochs * 2))),
+        "no-bootstrap": Setting("truncations treated as terminations", patches=("no-bootstrap",),
+                                detail="truncation bootstrapping"),
+    }
+
+
+UNCLIPPED = Setting("clipped surrogate off (eq. 6's unclipped objective)", patches=("unclipped-objective",),
+                    detail="8. clipped surrogate objective")
+NO_ENTROPY = Setting("entropy bonus off", ("--ent-coef", "0"), detail="10. overall loss and entropy bonus")
+TARGET_KL = Setting("KL early stop on (--target-kl 0.01, Spinning Up's default)", ("--target-kl", "0.01"),
+                    detail="early stopping on a KL target")
+SHARED = Setting("one shared trunk instead of split networks", patches=("shared-trunk",),
+                 detail="13. shared or separate networks")
+ONE_ENV = Setting("1 env x 2048 steps instead of N envs, the same update", ("--num-envs", "1", "--num-steps", "2048"),
+                  detail="1. vectorized environments")
+
+STUDIES = {
+    "cartpole": Ablation(
+        "cartpole", "ppo_cartpole.py", "CartPole-v1", 100_000,
+        {"default": Setting("the lesson's defaults"), "unclipped-objective": UNCLIPPED, **common_settings(10),
+         "no-entropy": NO_ENTROPY,
+         "split-networks": Setting("split actor and critic instead of one shared trunk", patches=("split-networks",),
+                                   detail="13. shared or separate networks")},
+        seeds=list(range(1, 11)), metrics=[SOLVE, FINAL, AUC], threshold=475.0),
+    "lunarlander": Ablation(
+        "lunarlander", "ppo_lunarlander_vec.py", "LunarLander-v3", 1_000_000,
+        {"default": Setting("the lesson's defaults"), "unclipped-objective": UNCLIPPED,
+         "no-clip-vloss": Setting("value-loss clipping off", ("--no-clip-vloss",), detail="9. value-loss clipping"),
+         **common_settings(20), "no-entropy": NO_ENTROPY, "target-kl": TARGET_KL, "shared-trunk": SHARED,
+         "one-env": ONE_ENV},
+        seeds=list(range(1, 6)), metrics=[FINAL, AUC, EVAL, SOLVE], threshold=200.0, bin_steps=25_000),
+    # Hopper at Table 1's settings, named as Table 1's runs are: its clip0.2 and none cells are Table 1's own
+    # (seeds 1-3 recorded in benchmarks/results/mujoco/), seeds 4 and 5 and the other settings are added here.
+    "hopper": Ablation(
+        "hopper", "ppo_pendulum_continuous.py", "Hopper-v5", 1_000_000,
+        {"clip0.2": Setting("the lesson at Table 1's settings", ("--objective", "clip", "--clip-coef", "0.2")),
+         "none": Setting("clipped surrogate off (--objective none)", ("--objective", "none"),
+                         detail="8. clipped surrogate objective"),
+         "clip-vloss": Setting("value-loss clipping on", ("--clip-vloss",), detail="9. value-loss clipping"),
+         **common_settings(10),
+         "no-norm-obs": Setting("observation normalization off", ("--no-norm-obs",),
+                                detail="6. observation normalization"),
+         "no-obs-clip": Setting("observation clipping off", patches=("no-obs-clip",),
+                                detail="7. observation clipping"),
+         "no-norm-reward": Setting("reward scaling off", ("--no-norm-reward",), detail="8. reward scaling"),
+         "target-kl": TARGET_KL, "shared-trunk": SHARED, "one-env": ONE_ENV},
+        seeds=list(range(1, 6)), metrics=[FINAL, AUC], final_episodes=100, bin_steps=25_000,
+        flags=mujoco_grid.COMMON_FLAGS, exp_prefix="table1", borrowed=ROOT / "benchmarks" / "results" / "mujoco"),
+}
+RUNS_FIELDS = ["task", "setting", "seed", "final_return", "steps_to_solve", "eval_return", "episodes", "steps",
+               "wall_seconds", "run_dir"]
+CURVE_FIELDS = ["task", "setting", "seed", "step", "mean_return"]
+EFFECT_FIELDS = ["study", "task", "setting", "detail", "metric", "runs", "default_runs", "mean", "effect", "low",
+                 "high", "verdict"]
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.ablations", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("study", nargs="?", choices=list(STUDIES), help="the study to run (none: --report-only of all)")
+    parser.add_argument("--settings", nargs="+", help="settings to run (default: all of the study's)")
+    parser.add_argument("--seeds", nargs="+", type=int, help="seeds to run (default: the study's)")
+    parser.add_argument("--jobs", type=int, default=2, help="runs at once, one thread each")
+    parser.add_argument("--runs-dir", type=Path, default=ROOT, help="where runs/ (the run folders) goes")
+    parser.add_argument("--results-dir", type=Path, default=RESULTS)
+    parser.add_argument("--total-timesteps", type=int, help="env steps per run (default: the study's; for tests)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print one shell line per cell not done (to run from the repository's root), run nothing")
+    parser.add_argument("--report-only", action="store_true",
+                        help="run nothing: add the finished runs to the CSVs, then rewrite the tables and figures")
+    parser.add_argument("--list", action="store_true", help="print the studies and their settings")
+    args = parser.parse_args(argv)
+    if args.study is None and not (args.report_only or args.list):
+        parser.error("name a study to run (cartpole, lunarlander, hopper), or give --report-only or --list")
+    if args.study and args.settings:
+        unknown = set(args.settings) - set(STUDIES[args.study].settings)
+        if unknown:
+            parser.error(f"{args.study} has no setting {', '.join(sorted(unknown))} (--list shows them)")
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
+    return args
+
+
+# ---------------------------------------------------------------------------------------------------------
+# A finished run's row and curve
+# ---------------------------------------------------------------------------------------------------------
+def summarize_run(ablation: Ablation, run_dir: Path) -> tuple[dict, list[dict]]:
+    """A finished run's row (its scores, counts and training seconds) and its learning curve (the mean return of
+    the training episodes that ended in each bin of `bin_steps` steps)."""
+    scalars, _ = runs.read_scalars(run_dir)
+    episodes = scalars.get("charts/episodic_return", [])
+    if not episodes:
+        raise ValueError(f"{run_dir} logged no episodes")
+    returns = [event.value for event in episodes]
+    solved = None
+    if ablation.threshold is not None:
+        crossing = stats.rolling_first_crossing([e.step for e in episodes], [e.wall_time for e in episodes],
+                                                returns, 20, ablation.threshold)
+        solved = crossing[0] if crossing else None
+    evaluations = scalars.get("eval/mean_return", [])
+    row = {"final_return": statistics.fmean(returns[-ablation.final_episodes:]),
+           "steps_to_solve": solved, "eval_return": evaluations[-1].value if evaluations else None,
+           "episodes": len(episodes), "steps": max(event.step for events in scalars.values() for event in events),
+           "wall_seconds": round(runs.training_seconds(run_dir), 1), "run_dir": grid.relative(run_dir)}
+    bins: dict[int, list[float]] = {}
+    for event in episodes:
+        bins.setdefault((event.step - 1) // ablation.bin_steps, []).append(event.value)
+    curve = [{"step": (b + 1) * ablation.bin_steps, "mean_return": statistics.fmean(v)} for b, v in sorted(bins.items())]
+    return row, curve
+
+
+def recorded(ablation: Ablation, results_dir: Path) -> tuple[list[dict], list[dict]]:
+    """The study's rows and curve points: its own CSVs', then the borrowed study's for this task and settings."""
+    rows = read_csv(results_dir / f"{ablation.name}-runs.csv")
+    curves = read_csv(results_dir / f"{ablation.name}-curves.csv")
+    if ablation.borrowed:
+        own = {(r["setting"], r["seed"]) for r in rows}
+        keep = lambda r: r["task"] == ablation.task and r["setting"] in ablation.settings \
+            and (r["setting"], r["seed"]) not in own  # noqa: E731
+        rows += [r for r in read_csv(ablation.borrowed / "runs.csv") if keep(r)]
+        curves += [p for p in read_csv(ablation.borrowed / "curves.csv") if keep(p)]
+    return rows, curves
+
+
+def cells_of(ablation: Ablation, settings: list[str] | None, seeds: list[int] | None) -> list[grid.Cell]:
+    return grid.cells(ablation.script, [ablation.task], settings or list(ablation.settings), seeds or ablation.seeds)
+
+
+def collect(ablation: Ablation, study: grid.Study, cells: list[grid.Cell], results_dir: Path) -> int:
+    """Add every finished run of `cells` that the study's CSVs lack; returns how many were added."""
+    rows, curves = recorded(ablation, results_dir)
+    have = {(r["setting"], int(r["seed"])) for r in rows}
+    own_rows = read_csv(results_dir / f"{ablation.name}-runs.csv")
+    own_curves = read_csv(results_dir / f"{ablation.name}-curves.csv")
+    added = 0
+    for cell in cells:
+        if (cell.setting, cell.seed) in have:
+            continue
+        state, folder = study.state(cell)
+        if state != "done":
+            continue
+        row, curve = summarize_run(ablation, folder)
+        key = {"task": cell.task, "setting": cell.setting, "seed": cell.seed}
+        own_rows.append({**key, **row})
+        own_curves.extend({**key, **point} for point in curve)
+        added += 1
+    if added:
+        order = list(ablation.settings)
+        sort = lambda r: (order.index(r["setting"]), int(r["seed"]))  # noqa: E731
+        write_csv(results_dir / f"{ablation.name}-runs.csv", sorted(own_rows, key=sort), RUNS_FIELDS)
+        write_csv(results_dir / f"{ablation.name}-curves.csv",
+                  sorted(own_curves, key=lambda r: (*sort(r), int(r["step"]))), CURVE_FIELDS)
+    return added
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Effects, intervals and verdicts
+# ---------------------------------------------------------------------------------------------------------
+def auc(points: list[dict]) -> float:
+    """The area under one run's binned learning curve, per step: the mean of its bins' mean returns."""
+    return statistics.fmean(float(p["mean_return"]) for p in points)
+
+
+def scores(ablation: Ablation, rows: list[dict], curves: list[dict], metric: Metric) -> dict[str, list[float]]:
+    """{setting: [one score per seed, in seed order]}. Steps to solve: the budget where a run never solved."""
+    by_run: dict[tuple[str, int], list[dict]] = {}
+    for point in curves:
+        by_run.setdefault((point["setting"], int(point["seed"])), []).append(point)
+    found: dict[str, list[float]] = {}
+    for row in sorted(rows, key=lambda r: int(r["seed"])):
+        if metric is AUC:
+            value = auc(by_run[row["setting"], int(row["seed"])])
+        elif metric is SOLVE:
+            value = float(row["steps_to_solve"]) if row["steps_to_solve"] not in ("", None) else float(row["steps"])
+        elif row.get(metric.name) in ("", None):
+            continue
+        else:
+            value = float(row[metric.name])
+        found.setdefault(row["setting"], []).append(value)
+    return found
+
+
+def effect_interval(setting: list[float], default: list[float], reps: int = 50_000) -> tuple[float, float, float]:
+    """mean(setting) - mean(default) and its 95% percentile-bootstrap interval: rliable's stratified bootstrap
+    of each group's runs on its own (StratifiedIndependentBootstrap), a fixed random state."""
+    import warnings
+
+    import numpy as np
+    from rliable import library
+
+    warnings.filterwarnings("ignore", "random_state is deprecated", FutureWarning)  # arch's, under rliable 1.2
+    x, y = np.asarray(setting, dtype=float)[:, None], np.asarray(default, dtype=float)[:, None]
+    difference = lambda a, b: np.array([a.mean() - b.mean()])  # noqa: E731
+    point, interval = library.get_interval_estimates({"effect": (x, y)}, difference, reps=reps,
+                                                     random_state=np.random.RandomState(0))
+    return float(point["effect"][0]), float(interval["effect"][0, 0]), float(interval["effect"][1, 0])
+
+
+def verdict(low: float, high: float, higher_is_better: bool = True) -> str:
+    """The rule: the whole 95% interval on the better side of 0 helps, on the worse side hurts; else not
+    detected."""
+    if low > 0 or high < 0:
+        better = low > 0 if higher_is_better else high < 0
+        return "helps" if better else "hurts"
+    return "not detected"
+
+
+def effects(ablation: Ablation, rows: list[dict], curves: list[dict]) -> list[dict]:
+    """Every setting's effect on every score, against the default's, with interval and verdict."""
+    found = []
+    for metric in ablation.metrics:
+        by_setting = scores(ablation, rows, curves, metric)
+        default = by_setting.get(ablation.default, [])
+        for name, setting in ablation.settings.items():
+            values = by_setting.get(name, [])
+            if name == ablation.default or len(values) < 2 or len(default) < 2:
+                continue
+            effect, low, high = effect_interval(values, default)
+            found.append({"study": ablation.name, "task": ablation.task, "setting": name, "detail": setting.detail or "",
+                          "metric": metric.name, "runs": len(values), "default_runs": len(default),
+                          "mean": statistics.fmean(values), "effect": effect, "low": low, "high": high,
+                          "verdict": verdict(low, high, metric.higher_is_better)})
+    return found
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Report: the table, the curves, the chart of effects
+# ---------------------------------------------------------------------------------------------------------
+def number(value: float, metric: Metric) -> str:
+    return f"{value / 1000:.1f}k" if metric is SOLVE else f"{value:.1f}"
+
+
+def interval_text(e: dict, metric: Metric) -> str:
+    """'-45.2 [-80.1, -12.0]', steps in thousands ('+12.3k [3.1k, 20.0k]')."""
+    sign = lambda v: ("+" if v > 0 else "") + number(v, metric)  # noqa: E731
+    return f"{sign(e['effect'])} [{number(e['low'], metric)}, {number(e['high'], metric)}]"
+
+
+def report(ablation: Ablation, rows: list[dict], curves: list[dict], found: list[dict]) -> str:
+    metrics = ablation.metrics
+    by_setting = {m.name: scores(ablation, rows, curves, m) for m in metrics}
+    head = "| setting | what it changes | runs | " + " | ".join(
+        f"{m.label} | effect [95% CI] | verdict" for m in metrics) + " | min / cell |"
+    lines = [f"{ablation.script} on {ablation.task}, {ablation.total_timesteps:,} steps a run, one change per "
+             f"setting against the default (the first row). " + scores_text(ablation), "",
+             head, "|---" * (4 + 3 * len(metrics)) + "|"]
+    for name, setting in ablation.settings.items():
+        done = [r for r in rows if r["setting"] == name]
+        if not done:
+            continue
+        cells = []
+        for m in metrics:
+            values = by_setting[m.name].get(name, [])
+            e = next((e for e in found if e["setting"] == name and e["metric"] == m.name), None)
+            spec = ".0f" if m is SOLVE else ".1f"
+            shown = stats.mean_std(values, spec) if values else "-"
+            if m is SOLVE:
+                solved = sum(1 for r in done if r["steps_to_solve"] not in ("", None))
+                shown = f"{stats.mean_std([v / 1000 for v in values], '.1f')}k ({solved}/{len(done)} solved)"
+            cells += [shown, interval_text(e, m) if e else "-", e["verdict"] if e else "-"]
+        how = " ".join([*setting.flags, *(f"--patch {p}" for p in setting.patches)]) or "-"
+        walls = [float(r["wall_seconds"]) for r in done if r.get("wall_seconds") not in ("", None)]
+        minutes = f"{statistics.fmean(walls) / 60:.1f}" if walls else "-"
+        lines.append(f"| `{name}` | {setting.what} (`{how}`) | {len(done)} | " + " | ".join(cells) + f" | {minutes} |")
+    walls = [float(r["wall_seconds"]) for r in rows if r.get("wall_seconds") not in ("", None)]
+    if walls:
+        lines += ["", f"{len(rows)} runs; training time per cell {min(walls) / 60:.1f} to {max(walls) / 60:.1f} min, "
+                  f"{sum(walls) / 3600:.2f} h in all (each cell on one thread, two at a time on the 2 cores)"]
+    return "\n".join(lines)
+
+
+def scores_text(ablation: Ablation) -> str:
+    """What the columns mean, for the table's caption."""
+    parts = [f"Final return: the mean of the last {ablation.final_episodes} training episodes (sampled actions); "
+             f"AUC: the mean of the training return binned per {ablation.bin_steps // 1000}k steps over the run"]
+    if SOLVE in ablation.metrics:
+        parts.append(f"steps to solve: the first step where the mean of the last 20 training episodes reaches "
+                     f"{ablation.threshold:g} (a run that never does counts as the budget)")
+    if EVAL in ablation.metrics:
+        parts.append("greedy eval: the last update's evaluation, 10 episodes of argmax pi")
+    return ("; ".join(parts) + ". Each: mean +/- std over seeds; effect: the setting's mean minus the default's, "
+            "95% bootstrap CI over seeds (rliable); verdict: helps / hurts when the whole interval is on one side "
+            "of 0, else not detected. min / cell: training minutes per run, one thread.")
+
+
+def plot_curves(ablation: Ablation, rows: list[dict], curves: list[dict], path: Path) -> None:
+    """One panel per setting: its curve (mean over seeds, min-max band) beside the default's."""
+    plt = plots.pyplot()
+    settings = [s for s in ablation.settings if s != ablation.default and any(r["setting"] == s for r in rows)]
+    if not settings:
+        return
+    columns = 4
+    height = (len(settings) + columns - 1) // columns
+    figure, axes = plt.subplots(height, columns, squeeze=False, sharey=True, figsize=(4 * columns, 3 * height))
+    runs_of = lambda s: {seed: ([int(p["step"]) for p in ps], [float(p["mean_return"]) for p in ps])  # noqa: E731
+                         for seed, ps in group(curves, s).items()}
+    default = runs_of(ablation.default)
+    for ax, name in zip(axes.flat, settings):
+        if default:
+            plots.band(ax, default, "gray", "default", on="shared")
+        plots.band(ax, runs_of(name), "tab:red", name, on="shared")
+        ax.set_title(name, fontsize=10)
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(settings):]:
+        ax.axis("off")
+    figure.suptitle(f"{ablation.script} on {ablation.task}: training return per {ablation.bin_steps // 1000}k steps, "
+                    "mean over seeds and min-max band (gray: the default)")
+    figure.tight_layout()
+    plots.save(figure, path, dpi=70)
+
+
+def group(curves: list[dict], setting: str) -> dict[int, list[dict]]:
+    found: dict[int, list[dict]] = {}
+    for point in curves:
+        if point["setting"] == setting:
+            found.setdefault(int(point["seed"]), []).append(point)
+    return {seed: sorted(points, key=lambda p: int(p["step"])) for seed, points in sorted(found.items())}
+
+
+def plot_effects(found: list[dict], path: Path) -> None:
+    """Every study's effects on its leading score, with their intervals, one panel per study."""
+    plt = plots.pyplot()
+    studies = [a for a in STUDIES.values() if any(e["study"] == a.name and e["metric"] == a.metrics[0].name
+                                                  for e in found)]
+    if not studies:
+        return
+    figure, axes = plt.subplots(1, len(studies), squeeze=False, figsize=(6 * len(studies), 6))
+    colors = {"helps": "tab:green", "hurts": "tab:red", "not detected": "gray"}
+    for ax, ablation in zip(axes.flat, studies):
+        metric = ablation.metrics[0]
+        shown = [e for e in found if e["study"] == ablation.name and e["metric"] == metric.name]
+        for y, e in enumerate(shown):
+            ax.errorbar(float(e["effect"]), y, xerr=[[float(e["effect"]) - float(e["low"])],
+                                                      [float(e["high"]) - float(e["effect"])]],
+                        fmt="o", color=colors[e["verdict"]])
+        ax.axvline(0, color="black", linewidth=0.8)
+        ax.set_yticks(range(len(shown)), [e["setting"] for e in shown])
+        ax.invert_yaxis()
+        ax.set_title(f"{ablation.task}: effect on {metric.label}")
+        ax.grid(alpha=0.3)
+    figure.suptitle("Each setting minus the default, 95% bootstrap CI over seeds (green helps, red hurts, "
+                    "gray not detected)")
+    figure.tight_layout()
+    plots.save(figure, path, dpi=70)
+
+
+def write_reports(results_dir: Path, studies: dict[str, Ablation] = STUDIES) -> list[dict]:
+    """Every study's table and curves, effects.csv and effects.png, from the CSVs; returns the effects."""
+    found = []
+    for ablation in studies.values():
+        rows, curves = recorded(ablation, results_dir)
+        if not rows:
+            continue
+        mine = effects(ablation, rows, curves)
+        found += mine
+        (results_dir / f"{ablation.name}.md").write_text(report(ablation, rows, curves, mine) + "\n")
+        plot_curves(ablation, rows, curves, results_dir / f"{ablation.name}.png")
+    if found:
+        write_csv(results_dir / "effects.csv", found, EFFECT_FIELDS, floats="significant")
+        plot_effects(found, results_dir / "effects.png")
+    return found
+
+
+# ---------------------------------------------------------------------------------------------------------
+# README's implementation-details map: the column of what each detail's settings did
+# ---------------------------------------------------------------------------------------------------------
+# Why a row of the map has no setting in the studies (every other row has one or more).
+NOT_MEASURED = {
+    "6. minibatch updates": "not switched off; the epochs' count is (halved, doubled: benchmarks/README)",
+    "12. debug variables (approx_kl, clipfrac, ...)": "logging only: it changes no update",
+    "1. Gaussian policy": "the continuous variant itself",
+    "2. state-independent log std": "the continuous variant itself",
+    "3. independent action components": "the continuous variant itself",
+    "4. separate policy and value networks": "see core 13 (`shared-trunk` on Hopper)",
+    "5. action clipped for the env, stored unclipped": "not in the studies",
+    "9. reward clipping": "not alone: `no-norm-reward` takes it away with the scaling",
+    "adaptive KL penalty (paper eq. 8)": "Table 1's KL rows (benchmarks/README)",
+}
+ATARI = "not in the studies: a Breakout run is 40M frames (its study is epsilon's annealing)"
+
+
+def map_column(detail: str, group: str, found: list[dict]) -> str:
+    """The map's cell for one detail: each setting that measured it, on each study's leading score, as
+    "`setting` Task score: effect [low, high] verdict"; or why it is not measured (yet)."""
+    parts, pending = [], {}
+    for ablation in STUDIES.values():
+        leading = ablation.metrics[0]
+        for name, setting in ablation.settings.items():
+            if setting.detail != detail:
+                continue
+            e = next((e for e in found if e["study"] == ablation.name and e["setting"] == name
+                      and e["metric"] == leading.name), None)
+            task = ablation.task.split("-v")[0]
+            if e is None:
+                pending.setdefault(name, []).append(task)
+            else:
+                value = {k: float(e[k]) for k in ("effect", "low", "high")}
+                parts.append(f"`{name}` {task} {leading.label}: {interval_text(value, leading)} {e['verdict']}")
+    parts += [f"`{name}` not run yet on {', '.join(tasks)}" for name, tasks in pending.items()]
+    if parts:
+        return "; ".join(parts)
+    return ATARI if group == "Atari" else NOT_MEASURED.get(detail, "not in the studies")
+
+
+def read_effects(results_dir: Path = RESULTS) -> list[dict]:
+    return read_csv(results_dir / "effects.csv")
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if args.list:
+        for ablation in STUDIES.values():
+            print(f"{ablation.name}: {ablation.script} on {ablation.task}, {ablation.total_timesteps:,} steps, "
+                  f"seeds {ablation.seeds[0]}-{ablation.seeds[-1]}")
+            for name, setting in ablation.settings.items():
+                how = " ".join([*setting.flags, *(f"--patch {p}" for p in setting.patches)])
+                print(f"  {name:22s} {setting.what}" + (f" ({how})" if how else ""))
+        return 0
+    studies = {name: dataclasses.replace(a, total_timesteps=args.total_timesteps or a.total_timesteps)
+               for name, a in STUDIES.items()}
+    for name in [args.study] if args.study else list(studies):
+        ablation = studies[name]
+        study = ablation.study(args.runs_dir)
+        cells = cells_of(ablation, args.settings if args.study else None, args.seeds if args.study else None)
+        rows, _ = recorded(ablation, args.results_dir)
+        done = {grid.Cell(ablation.script, ablation.task, r["setting"], int(r["seed"])) for r in rows}
+        if not args.report_only:
+            grid.run(study, cells, args.jobs, done, dry_run=args.dry_run)
+        if args.dry_run:
+            return 0
+        added = collect(ablation, study, cells, args.results_dir)
+        if added:
+            print(f"{name}: added {added} finished runs to {args.results_dir / (name + '-runs.csv')}")
+    found = write_reports(args.results_dir, studies)
+    print(f"written under {args.results_dir}: {len(found)} effects")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

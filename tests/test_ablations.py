@@ -1,0 +1,274 @@
+"""benchmarks/patches.py and benchmarks/ablations.py: each patch changes what its name says in the lesson's own
+code (and nothing outside it), the effect, its interval and the verdict rule on made-up numbers, the details
+map's column from a made-up effects file, and a tiny study run end to end (cells run, recorded, skipped, and
+the report written from the CSVs)."""
+
+import importlib.util
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from benchmarks import ablations, patches
+from benchmarks.core import grid
+from benchmarks.core.records import read_csv, write_csv
+from conftest import ROOT
+
+
+def fresh(script: str):
+    """A copy of the lesson of its own (a patch edits its module): not the one other tests import."""
+    spec = importlib.util.spec_from_file_location(f"fresh_{script[:-3]}", ROOT / script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def patched(script: str, name: str):
+    lesson = fresh(script)
+    patches.apply(lesson, [name])
+    return lesson
+
+
+class Env:  # the spaces an Agent is built from
+    def __init__(self, obs: int, actions: int, continuous: bool = False):
+        import gymnasium as gym
+
+        self.observation_space = gym.spaces.Box(-1, 1, (obs,))
+        self.action_space = gym.spaces.Box(-1, 1, (actions,)) if continuous else gym.spaces.Discrete(actions)
+
+
+def is_orthogonal(weight: torch.Tensor, gain: float) -> bool:
+    """Orthogonal rows (or columns) of norm `gain`."""
+    w = (weight if weight.shape[0] <= weight.shape[1] else weight.T).detach() / gain
+    return torch.allclose(w @ w.T, torch.eye(w.shape[0]), atol=1e-4)
+
+
+def test_unclipped_objective_is_eq6_where_the_clip_would_hold_r_back():
+    ratio, advantages = torch.tensor([1.5, 0.5]), torch.tensor([1.0, -1.0])
+    lesson = fresh("ppo_lunarlander_vec.py")
+    assert lesson.clipped_surrogate_loss(ratio, advantages, 0.2).item() == pytest.approx(-(1.2 - 0.8) / 2)
+    patches.apply(lesson, ["unclipped-objective"])
+    assert lesson.clipped_surrogate_loss(ratio, advantages, 0.2).item() == pytest.approx(-(1.5 - 0.5) / 2)
+
+
+def test_no_grad_clip_leaves_the_gradient_and_torch_as_they_are():
+    def gradient_after(lesson):
+        layer = nn.Linear(3, 1)
+        layer.weight.grad, layer.bias.grad = torch.full((1, 3), 10.0), torch.full((1,), 10.0)
+        norm = lesson.nn.utils.clip_grad_norm_(layer.parameters(), 0.5)
+        return layer.weight.grad.norm().item(), norm.item()
+
+    assert gradient_after(fresh("ppo_cartpole.py"))[0] == pytest.approx(0.5 * np.sqrt(3 / 4), rel=1e-4)
+    grad, norm = gradient_after(patched("ppo_cartpole.py", "no-grad-clip"))
+    assert grad == pytest.approx(10 * np.sqrt(3)) and norm == pytest.approx(20.0)
+    assert gradient_after(fresh("ppo_cartpole.py"))[0] < 1  # torch's own function is untouched
+    assert patched("ppo_cartpole.py", "no-grad-clip").nn.Linear is nn.Linear
+
+
+def test_default_init_is_pytorchs_not_orthogonal():
+    torch.manual_seed(0)
+    agent = fresh("ppo_lunarlander_vec.py").Agent(Env(8, 4), 64)
+    assert is_orthogonal(agent.actor[2].weight, np.sqrt(2)) and not agent.actor[0].bias.any()
+    agent = patched("ppo_lunarlander_vec.py", "default-init").Agent(Env(8, 4), 64)
+    assert not is_orthogonal(agent.actor[2].weight, np.sqrt(2)) and agent.actor[0].bias.abs().sum() > 0
+    bound = 1 / np.sqrt(64)  # nn.Linear's own: uniform in +-1/sqrt(fan_in)
+    assert agent.actor[2].weight.abs().max() <= bound
+
+
+def test_policy_init_1_scales_only_the_policys_last_layer():
+    agent = fresh("ppo_cartpole.py").Agent(Env(4, 2), 64)
+    assert is_orthogonal(agent.actor.weight, 0.01)
+    agent = patched("ppo_cartpole.py", "policy-init-1").Agent(Env(4, 2), 64)
+    assert is_orthogonal(agent.actor.weight, 1.0) and is_orthogonal(agent.critic.weight, 1.0)
+    assert is_orthogonal(agent.trunk[0].weight, np.sqrt(2))
+    mean_head = patched("ppo_pendulum_continuous.py", "policy-init-1").Agent(Env(3, 1, True), 64).actor_mean[-1]
+    assert is_orthogonal(mean_head.weight, 1.0)
+
+
+def test_adam_eps_1e8():
+    parameters = [nn.Parameter(torch.zeros(2))]
+    assert fresh("ppo_cartpole.py").adam(parameters, lr=1e-3, eps=1e-5).defaults["eps"] == 1e-5
+    assert patched("ppo_cartpole.py", "adam-eps-1e-8").adam(parameters, lr=1e-3, eps=1e-5).defaults["eps"] == 1e-8
+
+
+def test_no_bootstrap_gives_the_advantages_of_a_termination():
+    """A made-up rollout whose episode is truncated at step 1 with V(final obs) = 5: patched, its advantages are
+    those of the same rollout terminated there (V = 0), and differ from the bootstrapped ones."""
+    rewards, values = np.array([1.0, 1.0, 1.0]), np.array([0.5, 0.4, 0.3])
+    dones, final_values = np.array([0.0, 1.0, 0.0]), np.array([0.0, 5.0, 0.0])
+    lesson = fresh("ppo_cartpole.py")
+    bootstrapped = lesson.compute_gae(rewards, values, dones, final_values, 0.7, 0.99, 0.95)
+    terminated = lesson.compute_gae(rewards, values, dones, np.zeros(3), 0.7, 0.99, 0.95)
+    patches.apply(lesson, ["no-bootstrap"])
+    assert np.array_equal(lesson.compute_gae(rewards, values, dones, final_values, 0.7, 0.99, 0.95), terminated)
+    assert bootstrapped[1] == pytest.approx(1.0 + 0.99 * 5.0 - 0.4) and terminated[1] == pytest.approx(0.6)
+
+
+def test_no_obs_clip_standardizes_without_clipping():
+    for name, expected in ((None, 10.0), ("no-obs-clip", 100.0)):
+        lesson = fresh("ppo_pendulum_continuous.py")
+        if name:
+            patches.apply(lesson, [name])
+        agent = lesson.Agent(Env(3, 1, True), 64, norm_clip=10.0)  # obs_rms: mean 0, var 1
+        assert agent.normalize(torch.tensor([100.0, -1.0, 0.0]))[0].item() == pytest.approx(expected, rel=1e-4)
+
+
+@pytest.mark.parametrize("script,env", [("ppo_lunarlander_vec.py", Env(8, 4)),
+                                        ("ppo_pendulum_continuous.py", Env(3, 1, True))])
+def test_shared_trunk_shares_the_hidden_layers_and_the_value_loss_reaches_them(script, env):
+    agent = fresh(script).Agent(env, 64)
+    assert agent.critic[0] is not getattr(agent, "actor", None) and sum(p.numel() for p in agent.parameters()) > 0
+    split = sum(p.numel() for p in agent.parameters())
+    agent = patched(script, "shared-trunk").Agent(env, 64)
+    actor = agent.actor if hasattr(agent, "actor") else agent.actor_mean
+    assert agent.critic[0] is actor[0] and agent.critic[2] is actor[2]
+    assert sum(p.numel() for p in agent.parameters()) == split - (env.observation_space.shape[0] * 64 + 64 + 64 * 64 + 64)
+    agent.get_value(torch.ones(2, env.observation_space.shape[0])).sum().backward()
+    assert actor[0].weight.grad.abs().sum() > 0
+
+
+def test_split_networks_gives_the_critic_its_own_hidden_layer():
+    x = torch.ones(2, 4)
+    shared = fresh("ppo_cartpole.py").Agent(Env(4, 2), 64)
+    shared.get_value(x).sum().backward()
+    assert shared.trunk[0].weight.grad.abs().sum() > 0  # shared: the value loss shapes the policy's features
+    agent = patched("ppo_cartpole.py", "split-networks").Agent(Env(4, 2), 64)
+    assert type(agent).__name__ == "Agent" and is_orthogonal(agent.critic_trunk[0].weight, np.sqrt(2))
+    agent.get_value(x).sum().backward()
+    assert agent.trunk[0].weight.grad is None and agent.critic_trunk[0].weight.grad.abs().sum() > 0
+    _, _, _, value = agent.get_action_and_value(x)
+    assert torch.equal(value, agent.get_value(x))
+
+
+def test_every_patch_is_used_by_a_study_and_every_setting_patch_exists():
+    used = {p for a in ablations.STUDIES.values() for s in a.settings.values() for p in s.patches}
+    assert used == set(patches.PATCHES)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Effects, intervals, verdicts
+# ---------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("low,high,higher_is_better,expected", [
+    (1.0, 3.0, True, "helps"), (-3.0, -1.0, True, "hurts"), (-1.0, 3.0, True, "not detected"),
+    (0.0, 3.0, True, "not detected"), (0.0, 0.0, True, "not detected"),
+    (1.0, 3.0, False, "hurts"), (-3.0, -1.0, False, "helps"), (-3.0, 0.0, False, "not detected")])
+def test_the_verdict_rule(low, high, higher_is_better, expected):
+    assert ablations.verdict(low, high, higher_is_better) == expected
+
+
+def test_the_effect_and_its_bootstrap_interval_on_made_up_numbers():
+    effect, low, high = ablations.effect_interval([10.0, 11.0, 12.0, 13.0, 14.0], [0.0, 1.0, 2.0, 3.0, 4.0])
+    assert effect == pytest.approx(10.0)
+    # each group's mean resampled on its own: the difference of two means of 5 draws from a range of 4
+    assert 7.0 < low < 10.0 < high < 13.0 and high - low > 2.0
+    again = ablations.effect_interval([10.0, 11.0, 12.0, 13.0, 14.0], [0.0, 1.0, 2.0, 3.0, 4.0])
+    assert again == pytest.approx((effect, low, high), rel=1e-9)  # a fixed random state: the same interval
+    assert ablations.effect_interval([500.0] * 4, [500.0] * 4) == (0.0, 0.0, 0.0)
+    effect, low, high = ablations.effect_interval([1.0, 5.0, 2.0], [2.0, 4.0, 3.0])
+    assert low < 0 < high and ablations.verdict(low, high) == "not detected"
+
+
+def made_up(ablation, values: dict[str, list[float]], unsolved: set = frozenset()):
+    rows, curves = [], []
+    for setting, finals in values.items():
+        for seed, final in enumerate(finals, start=1):
+            solved = "" if (setting, seed) in unsolved else 10_000 * final
+            rows.append({"task": ablation.task, "setting": setting, "seed": seed, "final_return": final,
+                         "steps_to_solve": solved, "eval_return": "", "steps": 99_840, "wall_seconds": 60.0})
+            curves += [{"task": ablation.task, "setting": setting, "seed": seed, "step": step, "mean_return": final / k}
+                       for k, step in ((2, 5000), (1, 10000))]
+    return rows, curves
+
+
+def test_scores_count_an_unsolved_run_as_the_budget_and_auc_is_the_curves_mean():
+    ablation = ablations.STUDIES["cartpole"]
+    rows, curves = made_up(ablation, {"default": [1.0, 2.0], "no-norm-adv": [3.0, 4.0]}, {("no-norm-adv", 2)})
+    assert ablations.scores(ablation, rows, curves, ablations.SOLVE) == {
+        "default": [10_000.0, 20_000.0], "no-norm-adv": [30_000.0, 99_840.0]}
+    assert ablations.scores(ablation, rows, curves, ablations.AUC) == {"default": [0.75, 1.5], "no-norm-adv": [2.25, 3.0]}
+    found = ablations.effects(ablation, rows, curves)
+    solve = next(e for e in found if e["metric"] == "steps_to_solve")
+    assert solve["setting"] == "no-norm-adv" and solve["effect"] == pytest.approx((30_000 + 99_840 - 30_000) / 2)
+
+
+def test_the_maps_column_from_a_made_up_effects_file(tmp_path):
+    ablation = ablations.STUDIES["cartpole"]
+    rows, curves = made_up(ablation, {"default": [400.0, 410.0, 420.0], "no-norm-adv": [300.0, 310.0, 305.0],
+                                      "default-init": [405.0, 395.0, 430.0]})
+    write_csv(tmp_path / "effects.csv", ablations.effects(ablation, rows, curves), ablations.EFFECT_FIELDS)
+    found = ablations.read_effects(tmp_path)
+    column = ablations.map_column("7. advantage normalization", "core", found)
+    # steps to solve (CartPole's leading score): 10,000 x the final return, so 1.05M fewer... on made-up numbers
+    assert column.startswith("`no-norm-adv` CartPole steps to solve: -1050.0k [") and column.endswith("] helps; "
+                                                                                                    "`no-norm-adv` not run yet on LunarLander, Hopper")
+    init = ablations.map_column("2. orthogonal init, constant bias", "core", found)
+    assert "`default-init` CartPole steps to solve: " in init and "not detected" in init
+    assert "`policy-init-1` not run yet on CartPole, LunarLander, Hopper" in init
+    assert ablations.map_column("5. grayscale 84 x 84 (WarpFrame)", "Atari", found) == ablations.ATARI
+    assert ablations.map_column("12. debug variables (approx_kl, clipfrac, ...)", "core", found).startswith("logging")
+
+
+def test_the_committed_effects_are_the_ones_the_committed_runs_give():
+    """effects.csv is rebuilt from the committed runs and curves CSVs (the report's own computation)."""
+    found = []
+    for ablation in ablations.STUDIES.values():
+        rows, curves = ablations.recorded(ablation, ablations.RESULTS)
+        found += ablations.effects(ablation, rows, curves) if rows else []
+    committed = read_csv(ablations.RESULTS / "effects.csv")
+    assert len(committed) == len(found) > 0
+    for row, e in zip(committed, found):
+        assert (row["study"], row["setting"], row["metric"], row["verdict"]) == \
+            (e["study"], e["setting"], e["metric"], e["verdict"])
+        for key in ("effect", "low", "high"):
+            assert float(row[key]) == pytest.approx(e[key], rel=1e-3, abs=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# A tiny study, end to end
+# ---------------------------------------------------------------------------------------------------------
+def test_a_tiny_study_runs_records_skips_and_reports(tmp_path, capsys):
+    argv = ["cartpole", "--settings", "default", "split-networks", "--seeds", "1", "2", "--total-timesteps", "512",
+            "--runs-dir", str(tmp_path), "--results-dir", str(tmp_path / "results")]
+    assert ablations.main(argv) == 0
+    rows = read_csv(tmp_path / "results" / "cartpole-runs.csv")
+    assert [(r["setting"], r["seed"]) for r in rows] == [("default", "1"), ("default", "2"),
+                                                           ("split-networks", "1"), ("split-networks", "2")]
+    assert all(int(r["steps"]) == 512 for r in rows)
+    log = (tmp_path / "runs" / "ablation-cartpole-logs" / "CartPole-v1-split-networks-1.log").read_text()
+    assert "Traceback" not in log
+    table = (tmp_path / "results" / "cartpole.md").read_text()
+    assert "| `split-networks` | split actor and critic" in table and "(`--patch split-networks`) | 2 |" in table
+    effects = read_csv(tmp_path / "results" / "effects.csv")
+    assert {(e["setting"], e["metric"]) for e in effects if e["study"] == "cartpole"} == {
+        ("split-networks", m) for m in ("steps_to_solve", "final_return", "auc")}
+    assert (tmp_path / "results" / "cartpole.png").stat().st_size > 5_000
+    capsys.readouterr()
+    # Done cells are skipped: by their checkpoints, and on a fresh checkout (no run folders) by their rows.
+    (tmp_path / "runs").rename(tmp_path / "gone")
+    assert ablations.main([*argv, "--dry-run"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"# done CartPole-v1 {s} seed {seed}" for seed in (1, 2) for s in ("default", "split-networks")]
+
+
+def test_a_study_cell_is_one_runnable_command_per_line(capsys):
+    assert ablations.main(["lunarlander", "--seeds", "1", "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(ablations.STUDIES["lunarlander"].settings)
+    shared = next(line for line in lines if "shared-trunk seed 1" in line)
+    assert shared.startswith("python -m benchmarks.patches --patch shared-trunk ppo_lunarlander_vec.py ")
+    one_env = next(line for line in lines if "one-env seed 1" in line)
+    assert "--num-envs 1 --num-steps 2048" in one_env
+
+
+def test_bad_arguments_are_one_line(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        ablations.main(["cartpole", "--settings", "no-such"])
+    assert exit_.value.code == 2 and "cartpole has no setting no-such" in capsys.readouterr().err
+
+
+def test_cells_are_the_studys_settings_and_seeds():
+    ablation = ablations.STUDIES["cartpole"]
+    cells = ablations.cells_of(ablation, None, None)
+    assert len(cells) == 10 * len(ablation.settings) and cells[0] == grid.Cell("ppo_cartpole.py", "CartPole-v1",
+                                                                              "default", 1)
