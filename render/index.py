@@ -133,6 +133,3 @@ def benchmarks_page(root: Path, out: Path) -> str:
     links = Links(root, out)
     text = links.markdown((root / "benchmarks" / "README.md").read_text(), root / "benchmarks")
     return page("Benchmarks", f'<div class="md">{heading_ids(render_table_markdown(text))}</div>', depth=0)
-
-
-__all__ = ["index_page", "benchmarks_page", "github_slug"]

@@ -101,6 +101,3 @@ def usage_command(lesson: Lesson) -> str:
     doc = ast.get_docstring(ast.parse("\n".join(lesson.lines))).splitlines()
     start = next(i for i, line in enumerate(doc) if line.strip() == "Usage")
     return doc[start + 1].split("#")[0].strip()
-
-
-__all__ = ["Lesson", "read_lesson", "carriers", "ROOT"]

@@ -11,7 +11,7 @@ import pytest
 from common.lessons import NEIGHBOURS, SCRIPTS
 from conftest import ROOT
 from render.diffs import build_diff_pages, diff_files, opcodes, page_name, pair_pages, readme_pairs, render_pair
-from render.terminal import format_diff, main
+from render.diff import format_diff, main
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 STATIC = ROOT / "render" / "static"
