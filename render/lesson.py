@@ -87,15 +87,13 @@ def rows(lesson: Lesson, first: int, last: int) -> list[Row]:
 # ---------------------------------------------------------------------------------------------------------
 # Prose
 # ---------------------------------------------------------------------------------------------------------
-
-
 def _docstring_parts(text: str) -> list[tuple[str, list[str]]]:
     """A docstring's plain-text layout as Markdown: an unindented line followed by indented ones is a heading
     (shown bold), the indented lines its paragraphs; the lines under "Usage" are commands (a code block).
 
     In parts, (title, Markdown lines): a part starts at each heading (titled by it) and at each unindented line after
     a blank one ("Differs from: nothing, ...", titled by its text); the first part, the summary line's, is titled "".
-    Joined by newlines, the parts are the docstring's Markdown (_docstring_markdown)."""
+    Joined by newlines, the parts are the docstring's Markdown."""
     lines = inspect.cleandoc(text).splitlines()
     parts: list[tuple[str, list[str]]] = [("", [])]
     in_usage = False
@@ -123,17 +121,12 @@ def _docstring_parts(text: str) -> list[tuple[str, list[str]]]:
     return parts
 
 
-def _docstring_markdown(text: str) -> str:
-    """The docstring as Markdown (_docstring_parts, joined)."""
-    return "\n".join(line for _, lines in _docstring_parts(text) for line in lines)
-
-
 def _docstring_html(text: str, after: dict[str, str]) -> str:
     """The docstring rendered, with `after`'s HTML (by part title: "What you should see") placed right after the
     part of that title (rendered in pieces split there: the parts begin at block boundaries)."""
     parts = _docstring_parts(text)
     if not any(title in after for title, _ in parts):
-        return render_markdown(_docstring_markdown(text))
+        return render_markdown("\n".join(line for _, lines in parts for line in lines))
     html, piece = [], []
     for title, lines in parts:
         piece += lines
@@ -208,8 +201,6 @@ def note_html(lesson: Lesson, lines: list[int], after: dict[str, str] | None = N
 # ---------------------------------------------------------------------------------------------------------
 # Code and equations
 # ---------------------------------------------------------------------------------------------------------
-
-
 def highlighted_lines(lesson: Lesson) -> list[str]:
     """Pygments' HTML of each line (spans closed at each line's end), index n - 1 for line n."""
     html = highlight("\n".join(lesson.lines) + "\n", PythonLexer(), HtmlFormatter(nowrap=True))
@@ -225,11 +216,6 @@ def code_html(lines: list[int], highlighted: list[str]) -> str:
     return f'<pre class="code hl">{body}</pre>'
 
 
-def row_equations(lesson: Lesson, row: Row) -> list[str]:
-    text = "\n".join(lesson.lines[n - 1] for n in row.note + row.code)
-    return cited(text)
-
-
 def equation_html(key: str, typeset: dict[str, str]) -> str:
     return (f'<figure class="eq" data-eq="{esc(key)}">{typeset[key]}'
             f"<figcaption>{esc(EQUATIONS[key].label)}</figcaption></figure>")
@@ -242,7 +228,8 @@ def row_html(lesson: Lesson, row: Row, highlighted: list[str], typeset: dict[str
         return (f'<section class="heading" id="sec-{slug(title)}" data-lines="{row.note[0]}-{row.note[-1]}">'
                 f"{_anchors(row.note)}<h2>{esc(title)}</h2></section>")
     notes = note_html(lesson, row.note, after)
-    equations = "".join(equation_html(key, typeset) for key in row_equations(lesson, row))
+    text = "\n".join(lesson.lines[n - 1] for n in row.note + row.code)  # notes, trailing comments, help texts
+    equations = "".join(equation_html(key, typeset) for key in cited(text))
     lines = row.note + row.code
     span = f"{lines[0]}-{lines[-1]}" if lines else ""
     if not row.code:
@@ -254,8 +241,6 @@ def row_html(lesson: Lesson, row: Row, highlighted: list[str], typeset: dict[str
 # ---------------------------------------------------------------------------------------------------------
 # The page
 # ---------------------------------------------------------------------------------------------------------
-
-
 def copy_summary(lesson: Lesson, copy: CopiedBlock) -> str:
     others = [script for script in carriers(copy.target) if script != lesson.name]
     lessons = ", ".join(f'<a href="{s[:-3]}.html">{s}</a>' for s in others)
