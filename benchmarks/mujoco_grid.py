@@ -252,11 +252,6 @@ def without_seeds(with_seeds: dict[str, dict[str, dict[int, float]]]) -> dict[st
     return {s: {task: list(by_seed.values()) for task, by_seed in by_task.items()} for s, by_task in with_seeds.items()}
 
 
-def normalized_scores(rows: list[dict], random: dict[str, float]) -> dict[str, dict[str, list[float]]]:
-    """The paper's score (scores_by_seed), by setting, then task, the scores of its runs in seed order."""
-    return without_seeds(scores_by_seed(rows, random))
-
-
 def seed_scores(by_task: dict[str, dict[int, float]]) -> dict[int, float]:
     """A setting's Table 1 score seed by seed: for each seed that every scored task has, the mean over tasks
     of that seed's score. The anchors stay those of all the seeds (scores_by_seed), so with the same seeds on

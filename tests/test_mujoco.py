@@ -68,7 +68,8 @@ def test_normalized_score_by_hand():
             run("A", "clip0.2", 3, 1000),  # seed 3 of A has no "none" run yet: not scored
             run("B", "clip0.2", 1, -20), run("B", "none", 1, -10),
             run("C", "clip0.2", 1, 5)]  # C lacks "none": not scored
-    scores = mujoco_grid.normalized_scores(rows, {"A": 10.0, "B": -50.0, "C": 0.0})
+    with_seeds = mujoco_grid.scores_by_seed(rows, {"A": 10.0, "B": -50.0, "C": 0.0})
+    scores = mujoco_grid.without_seeds(with_seeds)
     # A, seeds 1 and 2: best = clip's mean(110, 90) = 100, span 90; B, seed 1: best = -10 (none), span 40
     assert scores["clip0.2"] == {"A": pytest.approx([100 / 90, 80 / 90]), "B": pytest.approx([30 / 40])}
     assert scores["none"] == {"A": pytest.approx([45 / 90, 0.0]), "B": pytest.approx([1.0])}
@@ -76,7 +77,6 @@ def test_normalized_score_by_hand():
     assert mujoco_grid.table1_score(scores["clip0.2"]) == pytest.approx((1.0 + 0.75) / 2)
     assert mujoco_grid.table1_score(scores["none"]) == pytest.approx((0.25 + 1.0) / 2)
     # Seed by seed, on the same anchors: only seed 1 is on every scored task (B has no seed 2).
-    with_seeds = mujoco_grid.scores_by_seed(rows, {"A": 10.0, "B": -50.0, "C": 0.0})
     assert with_seeds["clip0.2"] == {"A": {1: pytest.approx(100 / 90), 2: pytest.approx(80 / 90)},
                                      "B": {1: pytest.approx(30 / 40)}}
     assert mujoco_grid.seed_scores(with_seeds["clip0.2"]) == {1: pytest.approx((100 / 90 + 30 / 40) / 2)}
@@ -84,7 +84,7 @@ def test_normalized_score_by_hand():
     # With the same seeds on every task, the seeds' scores average to the Table 1 score.
     only_a = mujoco_grid.scores_by_seed(rows[:4], {"A": 10.0})
     assert mujoco_grid.seed_scores(only_a["none"]) == {1: pytest.approx(0.5), 2: pytest.approx(0.0)}
-    assert mujoco_grid.table1_score(mujoco_grid.normalized_scores(rows[:4], {"A": 10.0})["none"]) == pytest.approx(0.25)
+    assert mujoco_grid.table1_score(mujoco_grid.without_seeds(only_a)["none"]) == pytest.approx(0.25)
 
 
 def test_policy_moves_by_hand():
