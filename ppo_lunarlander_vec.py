@@ -99,7 +99,7 @@ class Args:
 
     # --- PPO hyperparameters (same order in every script) ---
     learning_rate: float = 1e-3
-    """the Adam step size at the start of training (usual 1e-4 to 3e-3)"""
+    """the Adam step size at the start of training (paper: 3e-4 on MuJoCo, 2.5e-4 on Atari; SB3 zoo's CartPole: 1e-3)"""
     anneal_lr: bool = True
     """anneal the learning rate linearly to 0, as the paper does for Atari (Table 5's alpha)"""
     num_steps: int = 128

@@ -1,7 +1,14 @@
 """Figures in the lessons' docstrings held to the committed record they come from (benchmarks/results/ and the
 agents' play logs), as README's tables are: a figure changes only with the data, or this fails."""
 
+import ast
+import inspect
+import re
 import statistics
+from importlib import metadata
+
+import gymnasium as gym
+from gymnasium.utils.save_video import capped_cubic_video_schedule
 
 import ppo_breakout_atari
 import ppo_cartpole
@@ -71,3 +78,85 @@ def test_the_mlp_lessons_returns_by_step():
     pairs = [" / ".join(f"{statistics.fmean(at(f'ppo_pendulum_continuous-{o}', step)):.0f}" for o in ("clip", "kl"))
              for step in (10_000, 50_000, 100_000)]
     assert f"{pairs[0]} at 10k steps, {pairs[1]} at 50k, {pairs[2]} at 100k" in pendulum
+
+
+# The --help texts: each figure a flag's help states, held to the record or to the package it comes from.
+
+def help_text(module, field: str) -> str:
+    """The help --help prints for `field` of the script's Args: its docstring, joined into one line."""
+    tree = ast.parse(inspect.getsource(module))
+    (args,) = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Args"]
+    (doc,) = [doc for node, doc in zip(args.body, args.body[1:])
+              if isinstance(node, ast.AnnAssign) and node.target.id == field]
+    return " ".join(doc.value.value.split())
+
+
+def test_anneal_clip_help_quotes_the_40m_frame_runs():
+    """--anneal-clip's "416.2 at 40M frames, annealed 349-370": the last 100 whole games of the constant-epsilon
+    run, and the range of the three annealed runs' (bf16 seeds 1 and 2, fp32 seed 1)."""
+    def final(name: str) -> float:
+        (row,) = read_rows(RESULTS / f"ppo_breakout_atari-{name}.csv")
+        return float(row["final_return"])
+
+    annealed = [final(name) for name in ("long40m", "long40m-seed2", "long40m-fp32")]
+    assert (f"as in CleanRL's ppo_atari.py: {final('long40m-constclip'):.1f} at 40M frames, annealed "
+            f"{min(annealed):.0f}-{max(annealed):.0f}") in help_text(ppo_breakout_atari, "anneal_clip")
+
+
+def test_precision_help_quotes_the_gpu_check():
+    """--precision's "bf16 was faster in one of the GPU check's three runs and started Breakout's ratio r_t 1.1e-3
+    from 1": the three runs' committed logs (Breakout's SPS at the end of training, fp32 and bf16; bf16's ratio)."""
+    logs = [(RESULTS / "gpu" / f"gpu_check-{run}.log").read_text() for run in ("first", "second", "third")]
+    sps = [{precision: int(re.search(rf"^breakout {precision}: train .* SPS (\d+)", log, re.M)[1])
+            for precision in ("fp32", "bf16")} for log in logs]
+    faster = sum(run["bf16"] > run["fp32"] for run in sps)
+    (ratio,) = {re.search(r"^breakout bf16: ratio .* max \|r - 1\| = ([\d.e+-]+)", log, re.M)[1] for log in logs}
+    number = {1: "one", 2: "two", 3: "three"}
+    quoted = (f"where bf16 was faster in {number[faster]} of the GPU check's {number[len(logs)]} runs and started "
+              f"Breakout's ratio r_t {float(ratio):.1e} from 1").replace("e-03 ", "e-3 ")
+    for script in (ppo_breakout_atari, ppo_mario_cnn):
+        assert quoted in help_text(script, "precision"), script.__name__
+
+
+def test_breakout_help_quotes_the_ale_registration():
+    """An evaluation game lasts at most ale-py's 108,000 frames of a NoFrameskip-v4 id, at 4 frames an agent step;
+    v4 repeats no action by chance (no sticky actions)."""
+    spec = gym.spec(ppo_breakout_atari.Args.env_id)
+    skip = inspect.signature(ppo_breakout_atari.MaxAndSkip).parameters["skip"].default
+    steps = spec.kwargs["max_num_frames_per_episode"] // skip
+    assert f"(each up to {steps // 1000}k steps)" in help_text(ppo_breakout_atari, "eval_episodes")
+    assert f"(one step = {skip} frames)" in help_text(ppo_breakout_atari, "total_timesteps")
+    assert spec.kwargs["repeat_action_probability"] == 0
+    assert "v4 has no sticky actions" in help_text(ppo_breakout_atari, "env_id")
+
+
+def test_cartpole_video_help_quotes_gymnasiums_schedule():
+    """Training records the episodes RecordVideo's default trigger picks: the cubes, 0, 1, 8, 27, ..."""
+    first = [episode for episode in range(30) if capped_cubic_video_schedule(episode)]
+    assert f"(training: episodes {', '.join(map(str, first))}, ..." in help_text(ppo_cartpole, "capture_video")
+
+
+def test_mario_help_counts():
+    """The action sets' sizes, the policy's gradient steps as passes over the rollout, and the worlds
+    gym-super-mario-bros 7.x starts at."""
+    sizes = {name: len(buttons) for name, buttons in ppo_mario_cnn.ACTION_SETS.items()}
+    assert ppo_mario_cnn.ACTION_SETS["simple"][sizes["right"]:] == [["A"], ["left"]]
+    assert (f"right ({sizes['right']} combinations of right, A, B, and NOOP), simple ({sizes['simple']}: adds A and "
+            f"left) or complex ({sizes['complex']})") in help_text(ppo_mario_cnn, "action_type")
+    args = ppo_mario_cnn.Args()
+    passes = args.train_pi_iters * args.minibatch_size / (args.num_envs * args.num_steps)
+    assert (f"({args.train_pi_iters} x {args.minibatch_size} = {passes:.0f} passes over it, [UV]'s 10 epochs)"
+            in help_text(ppo_mario_cnn, "train_pi_iters"))
+    if metadata.version("gym-super-mario-bros").startswith("7."):
+        from gym_super_mario_bros._roms.decode_target import decode_target
+
+        def starts(world: int, lost_levels: bool) -> bool:
+            try:
+                return decode_target((world, 1), lost_levels) is not None
+            except ValueError:
+                return False
+
+        worlds = [w for w in range(1, 13) if starts(w, False)], [w for w in range(1, 13) if starts(w, True)]
+        assert worlds == (list(range(1, 9)), list(range(1, 5)))
+        assert "(1-8; the Lost Levels: those gym-super-mario-bros can start at, 1-4 in its 7.x releases)" in \
+            help_text(ppo_mario_cnn, "world")
