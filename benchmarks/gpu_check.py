@@ -196,18 +196,14 @@ def main() -> int:
         print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, "
               f"bf16 native: {torch.cuda.is_bf16_supported(including_emulation=False)}")
     device_flag = "--cuda" if cuda else "--no-cuda"
-    rows, failed = [], []
+    results = []  # ok or not, check by check
 
     def report(check: str, ok: bool, detail: str) -> None:
-        rows.append((check, "ok" if ok else "FAIL", detail))
-        if not ok:
-            failed.append(check)
+        results.append(ok)
         print(f"{check:42s} {'ok' if ok else 'FAIL':4s} {detail}", flush=True)
 
     # --- the ratio at the start of an update ---------------------------------------------------------------
-    sizes = {"breakout": (8, 128, 256), "mario": (8, 512, 256)}
-    if options.quick:
-        sizes = {"breakout": (2, 8, 8), "mario": (2, 8, 8)}
+    sizes = {name: (2, 8, 8) for name in CNN} if options.quick else {"breakout": (8, 128, 256), "mario": (8, 512, 256)}
     parts = set(options.only or ["ratio", "breakout", "mario", "mlp"])
     for name in CNN if "ratio" in parts else []:
         for precision in ("fp32", "bf16"):
@@ -227,19 +223,19 @@ def main() -> int:
                       "--train-pi-iters", "2", "--train-v-iters", "2"],
         }
         eval_args = ["--eval-every", "1", "--eval-episodes", "1"]
-        mlp_steps = {"ppo_cartpole.py": "256", "ppo_lunarlander_vec.py": "512", "ppo_pendulum_continuous.py": "512"}
-        mlp_extra = {"ppo_cartpole.py": ["--num-steps", "128", "--minibatch-size", "64"],
-                     "ppo_lunarlander_vec.py": ["--num-envs", "2", "--num-steps", "128", "--minibatch-size", "128"],
-                     "ppo_pendulum_continuous.py": ["--num-envs", "2", "--num-steps", "128"]}
+        mlp_args = {"ppo_cartpole.py": ["--total-timesteps", "256", "--num-steps", "128", "--minibatch-size", "64"],
+                    "ppo_lunarlander_vec.py": ["--total-timesteps", "512", "--num-envs", "2", "--num-steps", "128",
+                                               "--minibatch-size", "128"],
+                    "ppo_pendulum_continuous.py": ["--total-timesteps", "512", "--num-envs", "2", "--num-steps", "128"]}
     else:
         cnn_args = {
             "breakout": ["--total-timesteps", "8192"],  # 8 updates of 8 envs x 128 steps
             "mario": ["--total-timesteps", "8192", "--num-steps", "256"],  # 4 updates of 8 envs x 256 steps
         }
         eval_args = ["--eval-every", "2", "--eval-episodes", "1"]
-        mlp_steps = {"ppo_cartpole.py": "4096", "ppo_lunarlander_vec.py": "16384",
-                     "ppo_pendulum_continuous.py": "16384"}
-        mlp_extra = {name: [] for name in mlp_steps}
+        mlp_args = {"ppo_cartpole.py": ["--total-timesteps", "4096"],
+                    "ppo_lunarlander_vec.py": ["--total-timesteps", "16384"],
+                    "ppo_pendulum_continuous.py": ["--total-timesteps", "16384"]}
     common = [device_flag, "--seed", "1", "--checkpoint-every", "0"]
 
     with tempfile.TemporaryDirectory() as scratch:
@@ -291,15 +287,15 @@ def main() -> int:
         for script, extra in mlp_runs if "mlp" in parts else []:
             label = f"{script[:-3]} {' '.join(extra[:2])}".strip()
             try:
-                logged, seconds = run(script, ["--total-timesteps", mlp_steps[script], *mlp_extra[script], *common,
-                                               *extra], folder(label.replace(" ", "-")), options.fake_nes)
+                logged, seconds = run(script, [*mlp_args[script], *common, *extra],
+                                      folder(label.replace(" ", "-")), options.fake_nes)
                 report(f"{label}: train", True, f"SPS {logged['charts/SPS'][-1]:.0f}, {seconds:.0f} s with start-up")
             except RuntimeError as e:
                 report(f"{label}: train", False, str(e).splitlines()[0])
                 print(e, file=sys.stderr)
 
-    print(f"\ngpu_check: {len(rows) - len(failed)} checks ok, {len(failed)} failed")
-    return 1 if failed else 0
+    print(f"\ngpu_check: {results.count(True)} checks ok, {results.count(False)} failed")
+    return 0 if all(results) else 1
 
 
 if __name__ == "__main__":
