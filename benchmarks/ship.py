@@ -16,27 +16,22 @@ Usage, from the repository root:
     python -m benchmarks.ship export runs/<run>/checkpoint.pt agents/cartpole.pt   # the policy file
     python -m benchmarks.ship gif agents/cartpole.pt agents/cartpole.gif         # its first episode, as a GIF
     python -m benchmarks.ship gifs                                                # every agents/*.pt's GIF again
+    python -m benchmarks.ship play cartpole breakout    # agents/cartpole.play.txt, agents/breakout.play.txt
+    python -m benchmarks.ship readme                    # agents/README.md
     python ppo_cartpole.py --play agents/cartpole.pt --episodes 5 --capture-video  # watch it (MP4s)
 
 `export` writes atomically (a temporary file, then a rename); `--source TEXT` replaces the "source" string it
 writes by default (the run folder, the step and the command line that trains the same run). `gif` runs the
-script's own `--play` path (its main(), one episode; greedy for the MLP lessons, sampled from pi for the pixel
-ones, as their --play does) with the frames taken where the script would record its video: every k-th frame,
-downscaled to `--width` pixels, at most `--seconds` of the episode in real time, about `--fps` frames a second,
-so that a GIF is small (agents/' six: 24 KB to 1.1 MB). `gif` sets MUJOCO_GL=egl where no display is set (MuJoCo
-renders off-screen).
-`gif --seed N` draws the first episode of `--play ... --seed N` instead (another start, other sampled actions);
-`gifs` draws each file with its GIF_SETTINGS (the defaults, but for Mario's: seed 6's episode, to the flag), which
-the flags given replace.
-
-`play NAME ...` plays agents/NAME.pt through its script's `--play` for PLAY_EPISODES episodes (as the lesson plays:
-greedy for the MLP lessons, sampled from pi for the pixel ones, with the script's default seed) and writes the
-command and what it printed to agents/NAME.play.txt; `readme` writes agents/README.md from the policy files'
-"source" strings, ORIGINS (why each run) and the play logs (`readme --check`: exit 1 where it is out of date).
-README's results table (benchmarks/results.py) and its "Watch" line quote those logs and nothing else.
-
-    python -m benchmarks.ship play cartpole breakout   # agents/cartpole.play.txt, agents/breakout.play.txt
-    python -m benchmarks.ship readme                   # agents/README.md
+script's own `--play` path (its main(), one episode, greedy or sampled as the lesson's --play is) with the frames
+taken where the script would record its video: every k-th frame, downscaled to `--width` pixels, at most
+`--seconds` of the episode in real time, about `--fps` frames a second, so that a GIF is small; it sets
+MUJOCO_GL=egl where no display is set (MuJoCo renders off-screen). `gif --seed N` draws the first episode of
+`--play ... --seed N` instead; `gifs` draws each file with its GIF_SETTINGS (the defaults, but for Mario's: seed 6's
+episode, to the flag), which the flags given replace. `play NAME ...` plays agents/NAME.pt through its script's
+`--play` for PLAY_EPISODES episodes (with the script's default seed) and writes the command and what it printed to
+agents/NAME.play.txt; `readme` writes agents/README.md from the policy files' "source" strings, ORIGINS (why each
+run) and the play logs (`readme --check`: exit 1 where it is out of date). README's results table
+(benchmarks/results.py) and its "Watch" line quote those logs and nothing else.
 """
 
 from __future__ import annotations
@@ -157,16 +152,16 @@ def export(checkpoint: str, out: str, source: str = None) -> dict:
     return policy
 
 
-def frame_grabber(frames: list, returns: list, seconds: float, fps: float, width: int):
+def frame_grabber(frames: list, returns: list, seconds: float, gif_fps: float, width: int):
     """A stand-in for gym.wrappers.RecordVideo, for the script to put where it puts its recorder: it keeps every
-    k-th rendered frame (k = the env's frame rate / fps, rounded), downscaled to `width` pixels and COLORS colours,
+    k-th rendered frame (k = the env's frame rate / gif_fps, rounded), downscaled to `width` pixels and COLORS colours,
     for the first `seconds` of the episode, in `frames`, and sums the rewards it sees into returns[0]."""
 
     class FrameGrabber(gym.Wrapper):
         def __init__(self, env, video_folder=None, episode_trigger=None, fps=None, **kwargs):
             super().__init__(env)
             self.rate = fps or env.metadata.get("render_fps", 30)  # frames per step the script records
-            self.every = max(1, round(self.rate / grab_fps))
+            self.every = max(1, round(self.rate / gif_fps))
             self.steps, self.limit = 0, math.ceil(seconds * self.rate)
             returns[:] = [0.0, 1000.0 * self.every / self.rate]  # the return so far; ms per GIF frame
             # A MuJoCo task's default camera here stays where it starts (a free camera given a body to track, which
@@ -197,7 +192,6 @@ def frame_grabber(frames: list, returns: list, seconds: float, fps: float, width
             self.grab()
             return result
 
-    grab_fps = fps
     return FrameGrabber
 
 
@@ -308,29 +302,26 @@ def main() -> None:
     if args.command == "export":
         policy = export(args.checkpoint, args.out, args.source)
         print(f"{args.out}: {os.path.getsize(args.out):,} bytes, {policy['source']}")
-        return
-    if args.command == "play":
+    elif args.command == "play":
         for name in args.names:
             print(f"{play(name)}: {play_summary(name)}")
-        return
-    if args.command == "readme":
+    elif args.command == "readme":
         text, path = readme() + "\n", AGENTS / "README.md"
-        if args.check:
-            if not path.is_file() or path.read_text() != text:
-                print("agents/README.md is out of date: run python -m benchmarks.ship readme", file=sys.stderr)
-                raise SystemExit(1)
-            return
-        path.write_text(text)
-        print(f"{path}: {len(list(AGENTS.glob('*.pt')))} agents")
-        return
-    jobs = [(args.policy, args.out, {})] if args.command == "gif" else [
-        (str(path), str(path.with_suffix(".gif")), GIF_SETTINGS.get(path.name, {}))
-        for path in sorted(AGENTS.glob("*.pt"))]
-    given = {name: getattr(args, name) for name in GIF_DEFAULTS if getattr(args, name) is not None}
-    for policy, out, settings in jobs:
-        made = gif(policy, out, **{**GIF_DEFAULTS, **settings, **given})
-        print(f"{out}: {made['bytes']:,} bytes, {made['frames']} frames; "
-              f"{made['episode'] or 'return ' + str(made['return'])}")
+        if args.check and (not path.is_file() or path.read_text() != text):
+            print("agents/README.md is out of date: run python -m benchmarks.ship readme", file=sys.stderr)
+            raise SystemExit(1)
+        if not args.check:
+            path.write_text(text)
+            print(f"{path}: {len(list(AGENTS.glob('*.pt')))} agents")
+    else:  # gif, gifs
+        jobs = [(args.policy, args.out, {})] if args.command == "gif" else [
+            (str(path), str(path.with_suffix(".gif")), GIF_SETTINGS.get(path.name, {}))
+            for path in sorted(AGENTS.glob("*.pt"))]
+        given = {name: getattr(args, name) for name in GIF_DEFAULTS if getattr(args, name) is not None}
+        for policy, out, settings in jobs:
+            made = gif(policy, out, **{**GIF_DEFAULTS, **settings, **given})
+            print(f"{out}: {made['bytes']:,} bytes, {made['frames']} frames; "
+                  f"{made['episode'] or 'return ' + str(made['return'])}")
 
 
 if __name__ == "__main__":
