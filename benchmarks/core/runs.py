@@ -61,26 +61,18 @@ def newest(run_dirs: set[Path] | list[Path]) -> Path:
     return max(run_dirs, key=lambda p: int(p.name.rsplit("__", 1)[1]))
 
 
-def checkpoint_of(run_dir: Path) -> dict | None:
-    """The run's checkpoint.pt (weights_only), or None where it has none or one that cannot be read."""
+def furthest(run_dirs: set[Path] | list[Path]) -> tuple[Path, dict] | None:
+    """Of several folders of one cell, the one whose checkpoint.pt (read weights_only) holds the most steps, and that
+    checkpoint; None where none has a readable checkpoint."""
     import torch
 
-    path = Path(run_dir) / "checkpoint.pt"
-    if not path.is_file():
-        return None
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception:  # a file the run never finished writing (the lessons write atomically), or not a checkpoint
-        return None
-
-
-def furthest(run_dirs: set[Path] | list[Path]) -> tuple[Path, dict] | None:
-    """Of several folders of one cell, the one whose checkpoint holds the most steps, and that checkpoint; None
-    where none has a readable checkpoint."""
     best = None
     for run_dir in sorted(run_dirs):
-        ckpt = checkpoint_of(run_dir)
-        if ckpt is not None and (best is None or ckpt["global_step"] > best[1]["global_step"]):
+        try:
+            ckpt = torch.load(Path(run_dir) / "checkpoint.pt", map_location="cpu", weights_only=True)
+        except Exception:  # none, one the run never finished writing (the lessons write atomically), not a checkpoint
+            continue
+        if best is None or ckpt["global_step"] > best[1]["global_step"]:
             best = (Path(run_dir), ckpt)
     return best
 
