@@ -164,7 +164,7 @@ def training_time(rows: list[dict]) -> tuple[float, float, str]:
     return statistics.fmean(seconds), sps, timed
 
 
-def row_line(row: Row) -> str:
+def row_line(row: Row) -> list[str]:
     rows = [{**r, "csv": RESULTS / name} for name in row.csvs for r in read_rows(RESULTS / name)]
     script, env = rows[0]["script"], rows[0]["env_id"]
     seeds = [r["seed"] for r in rows]
@@ -174,7 +174,7 @@ def row_line(row: Row) -> str:
     unit = "episodes" if row.episode.startswith("episodes") else row.episode
     spread = f"; +/- over {len(seeds)} seeds" if len(seeds) > 1 else ""
     seconds, sps, timed = training_time(rows)
-    cells = [
+    return [
         f"[`{script}`](benchmarks/README.md#{row.anchor})",
         f"`{row.flags}`" if row.flags else "default",
         env,
@@ -185,7 +185,6 @@ def row_line(row: Row) -> str:
         f"{seconds:,.0f} s, {sps:,.0f} SPS ({timed})",
         MACHINES[row.machine],
     ]
-    return cells
 
 
 def table(record: bool = False) -> str:
@@ -202,10 +201,8 @@ WATCHED = ["cartpole", "lunarlander", "pendulum", "hopper", "breakout", "breakou
 
 def watch() -> str:
     """README's "Watch the trained agents" paragraph: what each shipped agent's play log says."""
-    parts = []
-    for name in WATCHED:
-        log = play_log(name)
-        parts.append(f"`{name}` {log['summary']}{log['flags_text']}")
+    logs = {name: play_log(name) for name in WATCHED}
+    parts = [f"`{name}` {log['summary']}{log['flags_text']}" for name, log in logs.items()]
     return ("**Watch the trained agents.** [`agents/`](agents/README.md): policy files (weights and statistics, no "
             "optimizer), each with its run, why that run and the log of its `--play` over 20 episodes (greedy for the "
             "MLP lessons, sampled for the pixel ones; mean +/- std over the episodes): " + "; ".join(parts) + ". "

@@ -37,6 +37,7 @@ ours on the same axis, every 50k frames, with CleanRL's final score as one point
 import argparse
 import bisect
 import csv
+import itertools
 import json
 import subprocess
 import sys
@@ -99,11 +100,7 @@ def merge_monitors(texts: list[str]) -> list[Game]:
 def emulator_frames(games: list[Game]) -> list[float]:
     """Each game's x as the cumulative sum of `l` over the merged games: the emulator frames of all games
     finished when it ended (the simplest axis: reset frames in, the frames of unfinished games out)."""
-    total, xs = 0.0, []
-    for game in games:
-        total += game.length
-        xs.append(total)
-    return xs
+    return list(itertools.accumulate(float(game.length) for game in games))
 
 
 def agent_frames(games: list[Game], n_envs: int, reset_frames: float = RESET_FRAMES) -> list[float]:
@@ -123,9 +120,7 @@ def mean_last(frames: list[float], scores: list[float], marks: list[float], wind
     games that mean is over: fewer than `window` early on, 0 and None before the first game)."""
     pairs = sorted(zip(frames, scores), key=lambda pair: pair[0])
     xs = [x for x, _ in pairs]
-    prefix = [0.0]
-    for _, score in pairs:
-        prefix.append(prefix[-1] + score)
+    prefix = list(itertools.accumulate((score for _, score in pairs), initial=0.0))
     out = []
     for mark in marks:
         n = bisect.bisect_right(xs, mark)
