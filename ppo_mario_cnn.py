@@ -29,6 +29,11 @@ What you should see
     actions: lambda 1.0 and the 5 right-moving actions got no further. The commands behind every figure, and the
     runs they read: benchmarks/README.md, "Choosing the settings" and "To the flag".
 
+Try this (mean x of the last 100 training episodes at 249,856 steps, seed 1: one seed each, too few for significance)
+    python ppo_mario_cnn.py --total-timesteps 249856  # the defaults: 1,042; the flag in 1 of 2,066 episodes
+    python ppo_mario_cnn.py --total-timesteps 249856 --gae-lambda 1.0  # 1,060; the flag in 3 of 2,200 episodes
+    python ppo_mario_cnn.py --total-timesteps 249856 --action-type right  # 947; the flag in 5 of 2,114 episodes
+
 Differs from ppo_breakout_atari.py in:
     - the env: gym-super-mario-bros through nes-py's JoypadSpace (`--world`, `--stage`, `--action-type`), made
       a gymnasium env by ToGymnasium whichever API the installed release speaks; MarioReward shapes the reward;

@@ -16,7 +16,7 @@ import ppo_lunarlander_vec
 import ppo_mario_cnn
 import ppo_pendulum_continuous
 from benchmarks import results
-from benchmarks.core.records import curves_path, load_diagnostics, load_points, read_rows
+from benchmarks.core.records import curves_path, load_diagnostics, load_points, read_csv, read_rows
 from benchmarks.core.stats import active_seconds, curve_at
 
 RESULTS = results.RESULTS
@@ -160,3 +160,108 @@ def test_mario_help_counts():
         assert worlds == (list(range(1, 9)), list(range(1, 5)))
         assert "(1-8; the Lost Levels: those gym-super-mario-bros can start at, 1-4 in its 7.x releases)" in \
             help_text(ppo_mario_cnn, "world")
+
+
+# The "Try this" paragraphs: a header saying what the figures are, then one `<command>  # <what it did>` line per
+# experiment, each figure recomputed here from the committed CSVs of the run the command stands for.
+
+def try_this(module) -> tuple[str, dict[str, str]]:
+    """The module docstring's "Try this" paragraph, placed right after "What you should see": its header line and
+    each experiment's command -> what it did (the text after `  # `)."""
+    lines = ast.get_docstring(ast.parse(inspect.getsource(module))).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Try this ("))
+    headers = [line for line in lines[:start] if line and not line.startswith(" ")]
+    assert headers[-1] == "What you should see" and lines[start - 1] == ""
+    experiments = {}
+    for line in lines[start + 1:lines.index("", start)]:
+        assert line.startswith("    python ") and len(line) <= 120, line
+        command, did = line.strip().split("  # ")
+        experiments[command] = did
+    assert lines[lines.index("", start) + 1].startswith("Differs from ")
+    return lines[start], experiments
+
+
+def last_episodes(name: str, seed: str, window: int) -> float:
+    """The mean of one seed's last `window` training episodes (whole games; Mario: x positions) in the committed
+    curves CSV, in the order they were logged; checked against the benchmark row's final_return too."""
+    csv = RESULTS / f"{name}.csv"
+    values = [p["value"] for p in load_points(curves_path(csv)) if p["kind"] == "training" and p["seed"] == seed]
+    (row,) = [r for r in read_rows(csv) if r["seed"] == seed]
+    assert int(row["window"]) == window and len(values) >= window
+    mean = statistics.fmean(values[-window:])
+    assert round(mean, 2) == float(row["final_return"]), (name, seed)
+    return mean
+
+
+def budget(command: str, name: str, batch: int) -> int:
+    """The command's --total-timesteps, held to the run's recorded agent steps (whole rollouts of `batch`)."""
+    steps = int(command.split("--total-timesteps ")[1].split()[0])
+    (total,) = {int(r["total_steps"]) for r in read_rows(RESULTS / f"{name}.csv")}
+    assert steps // batch * batch == total, (command, name)
+    return steps
+
+
+def test_breakout_try_this():
+    """The constant epsilon's one seed against the default recipe's two, fp32 against bf16 at 40M frames (the last
+    100 whole games; seed 1 both), and at 2M frames (the last 20, 2 seeds each, with the mean wall time of a run and
+    the processor the record names)."""
+    header, experiments = try_this(ppo_breakout_atari)
+    const = [csv.stem.removeprefix("ppo_breakout_atari-")
+             for csv in sorted(RESULTS.glob("ppo_breakout_atari-long40m-constclip*.csv"))
+             if not csv.stem.endswith("-curves")]
+    assert const == ["long40m-constclip"], "a second constant-epsilon seed: update Try this's 'one seed so far'"
+    assert [r["seed"] for r in read_rows(RESULTS / "ppo_breakout_atari-long40m-constclip.csv")] == ["1"], \
+        "a second constant-epsilon seed: update Try this's 'one seed so far'"
+
+    def score(name: str, seed: str, window: int) -> float:
+        return last_episodes(f"ppo_breakout_atari-{name}", seed, window)
+
+    def seconds(name: str) -> float:
+        return statistics.fmean(float(r["wall_seconds"]) for r in read_rows(RESULTS / f"ppo_breakout_atari-{name}.csv"))
+
+    default = [score("long40m", "1", 100), score("long40m-seed2", "2", 100)]
+    short = {name: statistics.fmean(score(name, seed, 20) for seed in ("1", "2")) for name in ("bf16", "fp32")}
+    (bf16_row,) = [row for row in results.ROWS if row.csvs == ("ppo_breakout_atari-bf16.csv",)]
+    assert results.MACHINES[bf16_row.machine] == "a CPU with AMX (model not recorded)"
+    long = "python ppo_breakout_atari.py --total-timesteps 10000000"
+    two_m = "python ppo_breakout_atari.py --total-timesteps 500000"
+    assert experiments == {
+        f"{long} --no-anneal-clip":
+            f"{score('long40m-constclip', '1', 100):.1f}, one seed so far; default {statistics.fmean(default):.1f}",
+        f"{long} --precision fp32":
+            f"{score('long40m-fp32', '1', 100):.1f} against bf16's {default[0]:.1f}, both seed 1",
+        f"{two_m} --precision fp32": (f"{short['fp32']:.1f}, {seconds('fp32'):.0f} s a run; "
+                                      f"bf16 {short['bf16']:.1f}, {seconds('bf16'):.0f} s on AMX"),
+    }
+    args = ppo_breakout_atari.Args()
+    skip = inspect.signature(ppo_breakout_atari.MaxAndSkip).parameters["skip"].default
+    frames = {}  # each budget in frames, as the header says it, held to the agent steps of the runs it stands for
+    for command, names in ((long, ("long40m", "long40m-seed2", "long40m-fp32", "long40m-constclip")),
+                           (two_m, ("bf16", "fp32"))):
+        (frames[command],) = {budget(command, f"ppo_breakout_atari-{name}", args.num_envs * args.num_steps) * skip
+                              for name in names}
+    assert header == (f"Try this (mean of the last 100 whole games at {frames[long] // 1_000_000}M frames, last 20 at "
+                      f"{frames[two_m] // 1_000_000}M on 2 CPU cores; 1-2 seeds: too few to be sure)")
+
+
+def test_mario_try_this():
+    """The settings sweep's three 250k-step runs, one seed each: the defaults, lambda 1.0 and the 5 right-moving
+    actions; the mean x of the last 100 training episodes, and the episodes at the flag of all the run's."""
+    header, experiments = try_this(ppo_mario_cnn)
+    args = ppo_mario_cnn.Args()
+    assert (args.gae_lambda, args.action_type, args.anneal_lr) == (0.95, "simple", False)  # run (a)'s settings
+    runs = {"": ("simple-lam095", "the defaults: "), " --gae-lambda 1.0": ("simple-lam100", ""),
+            " --action-type right": ("right-lam095", "")}
+    expected, steps = {}, set()
+    for flags, (run, prefix) in runs.items():
+        name = f"ppo_mario_cnn-sweep-{run}"
+        command = f"python ppo_mario_cnn.py --total-timesteps 249856{flags}"
+        steps.add(budget(command, name, args.num_envs * args.num_steps))
+        assert [r["seed"] for r in read_rows(RESULTS / f"{name}.csv")] == ["1"]
+        flags_at = [row["flag"] for row in read_csv(RESULTS / f"{name}-episodes.csv", {"flag": int}, "episodes CSV")]
+        expected[command] = (f"{prefix}{last_episodes(name, '1', 100):,.0f}; the flag in {sum(flags_at)} of "
+                             f"{len(flags_at):,} episodes")
+    assert experiments == expected
+    (total,) = steps
+    assert header == (f"Try this (mean x of the last 100 training episodes at {total:,} steps, seed 1: one seed each, "
+                      "too few for significance)")
