@@ -17,7 +17,7 @@ from common.diff_matrix import marked
 from common.lessons import SCRIPTS
 from render.html import esc, page
 from render.lesson import markdown_without_html
-from render.source import one_line_lesson, read_lesson, usage_command
+from render.source import one_line_and_usage, read_lesson
 
 _LINK = re.compile(r"(!?\[[^\]]*\])\(([^)\s]+)\)")
 _COMMENT_LINE = re.compile(r"^<!--.*-->[ \t]*\n", re.M)  # a marker line, <!-- table1:begin -->: GitHub hides it
@@ -101,10 +101,10 @@ def index_page(root: Path, out: Path, diff_pages: list[tuple[str, str, str]]) ->
     links = Links(root, out)
     path = []
     for number, script in enumerate(SCRIPTS, start=1):
-        lesson = read_lesson(root / script)
+        one_line, usage = one_line_and_usage(read_lesson(root / script))
         diffs = " ".join(f'<a href="{esc(href)}">diff against {esc(a)}</a>' for a, b, href in diff_pages if b == script)
         path.append(f'<li><a href="lessons/{script[:-3]}.html"><code>{script}</code></a>: '
-                    f"{esc(one_line_lesson(lesson))} <code>{esc(usage_command(lesson))}</code> {diffs}</li>")
+                    f"{esc(one_line)} <code>{esc(usage)}</code> {diffs}</li>")
     pairs = "".join(f'<li><a href="{esc(href)}"><code>{esc(a)}</code> -&gt; <code>{esc(b)}</code></a></li>'
                     for a, b, href in diff_pages)
     results = marked((root / "README.md").read_text(), "results")

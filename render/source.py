@@ -90,14 +90,9 @@ def carriers(target: str, root: Path = ROOT) -> list[str]:
     return [script for script in SCRIPTS if target in _targets(root / script, (root / script).stat().st_mtime)]
 
 
-def one_line_lesson(lesson: Lesson) -> str:
-    """The docstring's first line, after its script-and-env prefix: "PPO on CartPole-v1: the smallest ..." gives
-    the whole line."""
-    return ast.get_docstring(ast.parse("\n".join(lesson.lines))).splitlines()[0]
-
-
-def usage_command(lesson: Lesson) -> str:
-    """The first command of the docstring's Usage block."""
+def one_line_and_usage(lesson: Lesson) -> tuple[str, str]:
+    """The docstring's first line ("PPO on CartPole-v1: the smallest ...", whole) and the first command of its Usage
+    block."""
     doc = ast.get_docstring(ast.parse("\n".join(lesson.lines))).splitlines()
     start = next(i for i, line in enumerate(doc) if line.strip() == "Usage")
-    return doc[start + 1].split("#")[0].strip()
+    return doc[0], doc[start + 1].split("#")[0].strip()
