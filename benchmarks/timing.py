@@ -41,6 +41,7 @@ class Timers:
         self.seconds = collections.defaultdict(float)
         self.calls = collections.defaultdict(int)
         self.in_rollout = False
+        self.first_rollout: float | None = None  # when the first rollout started (perf_counter)
         self.busy = set()  # names being timed right now: a call nested in another of the same name is not
 
     def wrap(self, name: str, function, only=lambda: True):
@@ -72,6 +73,7 @@ def instrument(module, timers: Timers) -> None:
         step = envs.step
         envs.step = timers.wrap("env steps", step)
         timers.in_rollout = True
+        timers.first_rollout = timers.first_rollout or time.perf_counter()
         try:
             return collect(envs, agent, *args, **kwargs)
         finally:
@@ -127,24 +129,16 @@ def main(argv: list[str]) -> int:
     module = launch.import_lesson(script)
     timers = Timers()
     instrument(module, timers)
-    first = {}
-    rollout = module.collect_rollout
-
-    def first_rollout_marker(*args, **kwargs):
-        first.setdefault("start", time.perf_counter())
-        return rollout(*args, **kwargs)
-
-    module.collect_rollout = first_rollout_marker
     start = time.perf_counter()
     code = launch.run_main(module, argv[1:])
     if code != 0:
         return code if isinstance(code, int) else 1
     total = time.perf_counter() - start
-    if "start" not in first:
+    if timers.first_rollout is None:
         print("timing.py: the script ran no rollout (--play, or nothing to train?)", file=sys.stderr)
         return 1
     print()
-    print(report(timers, total, first["start"] - start))
+    print(report(timers, total, timers.first_rollout - start))
     print("Command: " + " ".join(["python", "-m", "benchmarks.timing", *argv]))
     return 0
 

@@ -119,10 +119,7 @@ def plot_curves(groups: dict[str, tuple[list[dict], list[dict]]], path: Path, ta
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     first_label, (first_rows, _) = next(iter(groups.items()))
-    if len(groups) > 1:
-        named = f": {', '.join(groups)}"
-    else:
-        named = f" ({first_label})" if first_label else ""
+    named = f": {', '.join(groups)}" if len(groups) > 1 else f" ({first_label})" if first_label else ""
     figure.suptitle(f"{first_rows[0]['script']} on {first_rows[0]['env_id']}{named}")
     figure.tight_layout()
     save(figure, path)
