@@ -304,9 +304,8 @@ def seed_table(rows: list[dict], threshold: float | None, play_episodes: int = 0
     return markdown_table(header, table)
 
 
-def summary_lines(
-    rows: list[dict], n_runs: int, threshold: float | None, window: int, play_threshold: float | None = None
-) -> list[str]:
+def summary_lines(rows: list[dict], n_runs: int, threshold: float | None, window: int,
+                  play_threshold: float | None = None) -> list[str]:
     """The summary sentence(s) under the table; `n_runs` counts failed runs too (they did not reach it)."""
     lines = []
     played = [row for row in rows if row["play_return"] is not None]
@@ -323,18 +322,14 @@ def summary_lines(
         steps = statistics.median(row["steps_to_threshold"] for row in reached) if reached else None
         seconds = statistics.median(row["seconds_to_threshold"] for row in reached) if reached else None
         train = [row["train_seconds_to_threshold"] for row in reached if row["train_seconds_to_threshold"] is not None]
-        lines.append(
-            f"{len(reached)}/{n_runs} seeds reached >= {threshold:g} within their budget; "
-            f"median steps {fmt(steps, '.0f')}, median seconds {fmt(seconds, '.1f')} "
-            f"(of training: {fmt(statistics.median(train) if train else None, '.1f')})"
-        )
+        lines.append(f"{len(reached)}/{n_runs} seeds reached >= {threshold:g} within their budget; median steps "
+                     f"{fmt(steps, '.0f')}, median seconds {fmt(seconds, '.1f')} "
+                     f"(of training: {fmt(statistics.median(train) if train else None, '.1f')})")
     finals = [row["final_return"] for row in rows if row["final_return"] is not None]
     final = statistics.median(finals) if finals else None
     sps = statistics.median(row["sps"] for row in rows) if rows else None
-    lines.append(
-        f"{len(rows)} runs analysed; median final return (mean of last {window} episodes) {fmt(final, '.1f')}, "
-        f"median SPS {fmt(sps, '.0f')}"
-    )
+    lines.append(f"{len(rows)} runs analysed; median final return (mean of last {window} episodes) "
+                 f"{fmt(final, '.1f')}, median SPS {fmt(sps, '.0f')}")
     return lines
 
 
@@ -378,8 +373,7 @@ def main(args: Args) -> int:
     print()
     print(seed_table(rows, args.threshold, args.play_episodes))
     print()
-    for line in summary_lines(rows, len(rows) + len(failures), args.threshold, args.window, args.play_threshold):
-        print(line)
+    print("\n".join(summary_lines(rows, len(rows) + len(failures), args.threshold, args.window, args.play_threshold)))
     if args.from_logs:
         print("Seconds count from each run's first logged event, not from process launch (start-up not included).")
     print("Command: " + shlex.join(["python", "-m", "benchmarks.benchmark", *sys.argv[1:]]))
