@@ -552,13 +552,6 @@ def item_target(diff: PairDiff, item: str) -> Piece | None:
         right = r"\b" if re.search(r"\w$", token) else ""
         return re.compile(left + re.escape(token) + right)
 
-    def first(test):
-        for token in tokens:
-            for piece in pieces:
-                if test(token, piece):
-                    return piece
-        return None
-
     def defines(token, piece):
         pattern = re.compile(r"^\s*(async\s+)?(def|class)\s+" + re.escape(token) + r"\b")
         return any(pattern.match(text(s, n)) for s, n in lines(piece))
@@ -584,8 +577,8 @@ def item_target(diff: PairDiff, item: str) -> Piece | None:
     def anywhere(token, piece):
         return any(word(token).search(text(s, n)) for s, n in lines(piece))
 
-    for test in (defines, inside, flag, in_code, anywhere):
-        found = first(test)
+    for test in (defines, inside, flag, in_code, anywhere):  # the first piece a test finds, words in turn
+        found = next((piece for token in tokens for piece in pieces if test(token, piece)), None)
         if found is not None:
             return found
     for number in re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?:e-?\d+)?(?![\w.])", item):
