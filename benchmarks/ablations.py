@@ -25,7 +25,7 @@ episodes reaches the task's threshold; a run that never does counts as the whole
 for LunarLander, its final greedy evaluation (eval/mean_return: 10 episodes, argmax pi, at the last update).
 
 The effect of a setting on a score: its mean over seeds minus the default's, with a 95% percentile-bootstrap
-confidence interval over seeds (rliable's StratifiedIndependentBootstrap of the two groups, 50,000 resamples,
+confidence interval over seeds (rliable's StratifiedIndependentBootstrap of the two groups, 10,000 resamples,
 fixed random state: the same CSVs give the same intervals). The verdict, by one rule: "helps" when the whole
 interval lies on the better side of 0 (higher return or AUC, fewer steps to solve), "hurts" when it lies on the
 worse side, "not detected" otherwise; with 5 or 10 seeds, a small effect is "not detected", not "no effect".
@@ -50,6 +50,11 @@ from benchmarks.core.launch import ROOT
 from benchmarks.core.records import read_csv, write_csv
 
 RESULTS = ROOT / "benchmarks" / "results" / "ablations"
+# Bootstrap resamples per interval. rliable's default, 50,000, took 4-5 s an interval here (arch resamples in a
+# Python loop: 44 intervals for CartPole alone); 10,000 took about 1 s and moved no bound of CartPole's study by
+# more than 2% of its interval's width (tests/test_ablations.py holds one to 5%).
+REPS = 10_000
+RECORD = ROOT / "benchmarks" / "README.md"  # its ablation-<study> markers hold each study's table
 
 
 @dataclass(frozen=True)
@@ -160,7 +165,7 @@ STUDIES = {
     "hopper": Ablation(
         "hopper", "ppo_pendulum_continuous.py", "Hopper-v5", 1_000_000,
         {"clip0.2": Setting("the lesson at Table 1's settings", ("--objective", "clip", "--clip-coef", "0.2")),
-         "none": Setting("clipped surrogate off (--objective none)", ("--objective", "none"),
+         "none": Setting("clipped surrogate off (eq. 6's unclipped objective)", ("--objective", "none"),
                          detail="8. clipped surrogate objective"),
          "clip-vloss": Setting("value-loss clipping on", ("--clip-vloss",), detail="9. value-loss clipping"),
          **common_settings(10),
@@ -174,7 +179,7 @@ STUDIES = {
         flags=mujoco_grid.COMMON_FLAGS, exp_prefix="table1", borrowed=ROOT / "benchmarks" / "results" / "mujoco"),
 }
 RUNS_FIELDS = ["task", "setting", "seed", "final_return", "steps_to_solve", "eval_return", "episodes", "steps",
-               "wall_seconds", "run_dir"]
+               "wall_seconds", "processor", "run_dir"]
 CURVE_FIELDS = ["task", "setting", "seed", "step", "mean_return"]
 EFFECT_FIELDS = ["study", "task", "setting", "detail", "metric", "runs", "default_runs", "mean", "effect", "low",
                  "high", "verdict"]
@@ -195,8 +200,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--report-only", action="store_true",
                         help="run nothing: add the finished runs to the CSVs, then rewrite the tables and figures")
     parser.add_argument("--list", action="store_true", help="print the studies and their settings")
+    parser.add_argument("--try-this", action="store_true",
+                        help="print each lesson's \"Try this\" lines from the committed effects (its docstring quotes them)")
+    parser.add_argument("--write-try-this", action="store_true",
+                        help="rewrite those lines in the lessons' docstrings (under their hand-written header line)")
     args = parser.parse_args(argv)
-    if args.study is None and not (args.report_only or args.list):
+    if args.study is None and not (args.report_only or args.list or args.try_this or args.write_try_this):
         parser.error("name a study to run (cartpole, lunarlander, hopper), or give --report-only or --list")
     if args.study and args.settings:
         unknown = set(args.settings) - set(STUDIES[args.study].settings)
@@ -227,12 +236,25 @@ def summarize_run(ablation: Ablation, run_dir: Path) -> tuple[dict, list[dict]]:
     row = {"final_return": statistics.fmean(returns[-ablation.final_episodes:]),
            "steps_to_solve": solved, "eval_return": evaluations[-1].value if evaluations else None,
            "episodes": len(episodes), "steps": max(event.step for events in scalars.values() for event in events),
-           "wall_seconds": round(runs.training_seconds(run_dir), 1), "run_dir": grid.relative(run_dir)}
+           "wall_seconds": round(runs.training_seconds(run_dir), 1), "processor": processor(),
+           "run_dir": grid.relative(run_dir)}
     bins: dict[int, list[float]] = {}
     for event in episodes:
         bins.setdefault((event.step - 1) // ablation.bin_steps, []).append(event.value)
     curve = [{"step": (b + 1) * ablation.bin_steps, "mean_return": statistics.fmean(v)} for b, v in sorted(bins.items())]
     return row, curve
+
+
+def processor() -> str:
+    """This machine's CPU as /proc/cpuinfo names it, and whether it has AMX: the grid collects a cell's row on the
+    machine that ran it, right after it ran."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "not recorded"
+    model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "")
+    flags = next((line for line in info.splitlines() if line.startswith("flags")), "")
+    return f"{model or 'unknown CPU'}, {'with' if 'amx_tile' in flags.split() else 'no'} AMX"
 
 
 def recorded(ablation: Ablation, results_dir: Path) -> tuple[list[dict], list[dict]]:
@@ -306,7 +328,7 @@ def scores(ablation: Ablation, rows: list[dict], curves: list[dict], metric: Met
     return found
 
 
-def effect_interval(setting: list[float], default: list[float], reps: int = 50_000) -> tuple[float, float, float]:
+def effect_interval(setting: list[float], default: list[float], reps: int | None = None) -> tuple[float, float, float]:
     """mean(setting) - mean(default) and its 95% percentile-bootstrap interval: rliable's stratified bootstrap
     of each group's runs on its own (StratifiedIndependentBootstrap), a fixed random state."""
     import warnings
@@ -317,8 +339,15 @@ def effect_interval(setting: list[float], default: list[float], reps: int = 50_0
     warnings.filterwarnings("ignore", "random_state is deprecated", FutureWarning)  # arch's, under rliable 1.2
     x, y = np.asarray(setting, dtype=float)[:, None], np.asarray(default, dtype=float)[:, None]
     difference = lambda a, b: np.array([a.mean() - b.mean()])  # noqa: E731
-    point, interval = library.get_interval_estimates({"effect": (x, y)}, difference, reps=reps,
-                                                     random_state=np.random.RandomState(0))
+    # rliable 1.2's StratifiedIndependentBootstrap draws its resamples from NumPy's global generator whatever
+    # random_state says (its _get_indices calls np.random.choice): that generator is seeded here, then put back.
+    saved = np.random.get_state()
+    np.random.seed(0)
+    try:
+        point, interval = library.get_interval_estimates({"effect": (x, y)}, difference, reps=reps or REPS,
+                                                         random_state=np.random.RandomState(0))
+    finally:
+        np.random.set_state(saved)
     return float(point["effect"][0]), float(interval["effect"][0, 0]), float(interval["effect"][1, 0])
 
 
@@ -353,12 +382,14 @@ def effects(ablation: Ablation, rows: list[dict], curves: list[dict]) -> list[di
 # Report: the table, the curves, the chart of effects
 # ---------------------------------------------------------------------------------------------------------
 def number(value: float, metric: Metric) -> str:
-    return f"{value / 1000:.1f}k" if metric is SOLVE else f"{value:.1f}"
+    """A score or an effect to one decimal, steps in thousands ("12.3k"); no "-0.0"."""
+    value = value / 1000 if metric is SOLVE else value
+    return f"{0.0 if round(value, 1) == 0 else value:.1f}" + ("k" if metric is SOLVE else "")
 
 
 def interval_text(e: dict, metric: Metric) -> str:
     """'-45.2 [-80.1, -12.0]', steps in thousands ('+12.3k [3.1k, 20.0k]')."""
-    sign = lambda v: ("+" if v > 0 else "") + number(v, metric)  # noqa: E731
+    sign = lambda v: ("" if number(v, metric)[0] in "-0" else "+") + number(v, metric)  # noqa: E731
     return f"{sign(e['effect'])} [{number(e['low'], metric)}, {number(e['high'], metric)}]"
 
 
@@ -384,14 +415,17 @@ def report(ablation: Ablation, rows: list[dict], curves: list[dict], found: list
                 solved = sum(1 for r in done if r["steps_to_solve"] not in ("", None))
                 shown = f"{stats.mean_std([v / 1000 for v in values], '.1f')}k ({solved}/{len(done)} solved)"
             cells += [shown, interval_text(e, m) if e else "-", e["verdict"] if e else "-"]
-        how = " ".join([*setting.flags, *(f"--patch {p}" for p in setting.patches)]) or "-"
+        how = " ".join([*setting.flags, *(f"--patch {p}" for p in setting.patches)])
+        how = f" (`{how}`)" if how else ""
         walls = [float(r["wall_seconds"]) for r in done if r.get("wall_seconds") not in ("", None)]
         minutes = f"{statistics.fmean(walls) / 60:.1f}" if walls else "-"
-        lines.append(f"| `{name}` | {setting.what} (`{how}`) | {len(done)} | " + " | ".join(cells) + f" | {minutes} |")
+        lines.append(f"| `{name}` | {setting.what}{how} | {len(done)} | " + " | ".join(cells) + f" | {minutes} |")
     walls = [float(r["wall_seconds"]) for r in rows if r.get("wall_seconds") not in ("", None)]
     if walls:
+        machines = sorted({r.get("processor") or "processor not recorded" for r in rows})
         lines += ["", f"{len(rows)} runs; training time per cell {min(walls) / 60:.1f} to {max(walls) / 60:.1f} min, "
-                  f"{sum(walls) / 3600:.2f} h in all (each cell on one thread, two at a time on the 2 cores)"]
+                  f"{sum(walls) / 3600:.2f} h in all (each cell on one thread, two at a time on 2 cores; "
+                  f"{'; '.join(machines)})"]
     return "\n".join(lines)
 
 
@@ -479,10 +513,13 @@ def write_reports(results_dir: Path, studies: dict[str, Ablation] = STUDIES) -> 
             continue
         mine = effects(ablation, rows, curves)
         found += mine
-        (results_dir / f"{ablation.name}.md").write_text(report(ablation, rows, curves, mine) + "\n")
+        text = report(ablation, rows, curves, mine)
+        (results_dir / f"{ablation.name}.md").write_text(text + "\n")
         plot_curves(ablation, rows, curves, results_dir / f"{ablation.name}.png")
+        if results_dir == RESULTS:  # the committed record: its part of benchmarks/README too
+            write_marked(RECORD, f"ablation-{ablation.name}", text)
     if found:
-        write_csv(results_dir / "effects.csv", found, EFFECT_FIELDS, floats="significant")
+        write_csv(results_dir / "effects.csv", found, EFFECT_FIELDS, floats="decimals")
         plot_effects(found, results_dir / "effects.png")
     return found
 
@@ -528,12 +565,65 @@ def map_column(detail: str, group: str, found: list[dict]) -> str:
     return ATARI if group == "Atari" else NOT_MEASURED.get(detail, "not in the studies")
 
 
+# Each lesson's "Try this": the settings its docstring quotes, with what each did in its study (the study's
+# leading score; tests/test_ablations.py holds the docstrings to try_this's lines).
+TRY_THIS = {
+    "ppo_cartpole.py": ("cartpole", ["gae-lambda-1", "unclipped-objective", "no-norm-adv"]),
+    "ppo_pendulum_continuous.py": ("hopper", ["none"]),
+}
+
+
+def try_this(script: str, found: list[dict]) -> list[str]:
+    """The docstring's "Try this" lines of `script`: the command a learner types for each setting, then what it
+    did to the study's leading score (its header names it), e.g. `python ppo_cartpole.py --no-norm-adv  # +12.3k
+    [3.1k, 20.0k], hurts`."""
+    study, settings = TRY_THIS[script]
+    ablation = STUDIES[study]
+    metric = ablation.metrics[0]
+    lines = []
+    for name in settings:
+        setting = ablation.settings[name]
+        e = next(e for e in found if e["study"] == study and e["setting"] == name and e["metric"] == metric.name)
+        command = " ".join(["python", *(f"-m benchmarks.patches --patch {p}" for p in setting.patches), script,
+                            *setting.flags])
+        if ablation.flags:  # a study at other flags than the lesson's defaults (Hopper at Table 1's): its own cell
+            command = f"python -m benchmarks.ablations {study} --settings {name} --seeds 1"
+        value = {k: float(e[k]) for k in ("effect", "low", "high")}
+        lines.append(f"{command}  # {interval_text(value, metric)}, {e['verdict']}")
+    return lines
+
+
+def write_try_this(path: Path, lines: str) -> None:
+    """Replace the lines under the docstring's "Try this" header (up to the blank line) by `lines`."""
+    text = path.read_text()
+    start = text.index("\n", text.index("\nTry this (") + 1) + 1
+    path.write_text(text[:start] + lines + text[text.index("\n\n", start):])
+
+
 def read_effects(results_dir: Path = RESULTS) -> list[dict]:
     return read_csv(results_dir / "effects.csv")
 
 
+def write_marked(path: Path, name: str, text: str) -> None:
+    """`text` between the `<!-- name:begin -->` and `<!-- name:end -->` lines of `path`, where it has them."""
+    from common.diff_matrix import between_markers
+
+    record = path.read_text()
+    updated = between_markers(record, f"<!-- {name}:begin -->", f"<!-- {name}:end -->", text)
+    if updated is not None and updated != record:
+        path.write_text(updated)
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.try_this or args.write_try_this:
+        found = read_effects(args.results_dir)
+        for script in TRY_THIS:
+            lines = "\n".join(f"    {line}" for line in try_this(script, found))
+            if args.write_try_this:
+                write_try_this(ROOT / script, lines)
+            print(f"{script}:\n{lines}")
+        return 0
     if args.list:
         for ablation in STUDIES.values():
             print(f"{ablation.name}: {ablation.script} on {ablation.task}, {ablation.total_timesteps:,} steps, "

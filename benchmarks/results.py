@@ -89,7 +89,7 @@ ROWS = [
         "whole games", "epyc", agent="breakout-annealed", published=BREAKOUT + " (their budget)"),
     Row(("ppo_breakout_atari-long40m-fp32.csv",), "bf16-and-fp32-at-the-end-of-training",
         "--precision fp32", "agent steps (40M frames)", "whole games", "unrecorded"),
-    Row(("ppo_breakout_atari-long40m-constclip.csv",), "bf16-and-fp32-at-the-end-of-training",
+    Row(("ppo_breakout_atari-long40m-constclip.csv",), "40m-frames-on-2-cpu-cores-the-published-budget",
         "--no-anneal-clip", "agent steps (40M frames)", "whole games", "epyc-family26",
         agent="breakout"),
     Row(("ppo_breakout_atari-bf16.csv",), "2m-frames-on-2-cpu-cores-bf16-and-fp32", "",
