@@ -193,7 +193,8 @@ def test_scores_count_an_unsolved_run_as_the_budget_and_auc_is_the_curves_mean()
     assert solve["setting"] == "no-norm-adv" and solve["effect"] == pytest.approx((30_000 + 99_840 - 30_000) / 2)
 
 
-def test_the_maps_column_from_a_made_up_effects_file(tmp_path):
+def test_the_maps_column_from_a_made_up_effects_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(ablations, "REPS", 1000)  # the intervals' exact bounds do not matter here
     ablation = ablations.STUDIES["cartpole"]
     rows, curves = made_up(ablation, {"default": [400.0, 410.0, 420.0], "no-norm-adv": [300.0, 310.0, 305.0],
                                       "default-init": [405.0, 395.0, 430.0]})
@@ -212,7 +213,7 @@ def test_the_maps_column_from_a_made_up_effects_file(tmp_path):
 
 def test_the_committed_effects_are_the_ones_the_committed_runs_give():
     """effects.csv holds an effect for every setting and score that has runs, and each is the one the committed
-    runs and curves CSVs give (recomputed here for the first study's settings on its leading score: an interval
+    runs and curves CSVs give (recomputed here for four of CartPole's settings on its leading score: an interval
     takes about a second)."""
     committed = read_csv(ablations.RESULTS / "effects.csv")
     cartpole = ablations.STUDIES["cartpole"]
@@ -222,7 +223,9 @@ def test_the_committed_effects_are_the_ones_the_committed_runs_give():
     rows, curves = ablations.recorded(ablation, ablations.RESULTS)
     leading = ablation.metrics[0]
     by_setting = ablations.scores(ablation, rows, curves, leading)
-    for row in [e for e in committed if e["study"] == "cartpole" and e["metric"] == leading.name]:
+    checked = ("unclipped-objective", "no-norm-adv", "gae-lambda-0", "epochs-20")  # hurts and not detected
+    for row in [e for e in committed if e["study"] == "cartpole" and e["metric"] == leading.name
+                and e["setting"] in checked]:
         effect, low, high = ablations.effect_interval(by_setting[row["setting"]], by_setting["default"])
         assert [float(row[k]) for k in ("effect", "low", "high")] == pytest.approx([effect, low, high], abs=1e-3)
         assert row["verdict"] == ablations.verdict(low, high, leading.higher_is_better)
@@ -232,7 +235,8 @@ def test_the_committed_effects_are_the_ones_the_committed_runs_give():
 # ---------------------------------------------------------------------------------------------------------
 # A tiny study, end to end
 # ---------------------------------------------------------------------------------------------------------
-def test_a_tiny_study_runs_records_skips_and_reports(tmp_path, capsys):
+def test_a_tiny_study_runs_records_skips_and_reports(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(ablations, "REPS", 1000)
     argv = ["cartpole", "--settings", "default", "split-networks", "--seeds", "1", "2", "--total-timesteps", "512",
             "--runs-dir", str(tmp_path), "--results-dir", str(tmp_path / "results")]
     assert ablations.main(argv) == 0
