@@ -409,8 +409,7 @@ def report(ablation: Ablation, rows: list[dict], curves: list[dict], found: list
         for m in metrics:
             values = by_setting[m.name].get(name, [])
             e = next((e for e in found if e["setting"] == name and e["metric"] == m.name), None)
-            spec = ".0f" if m is SOLVE else ".1f"
-            shown = stats.mean_std(values, spec) if values else "-"
+            shown = stats.mean_std(values, ".1f") if values else "-"
             if m is SOLVE:
                 solved = sum(1 for r in done if r["steps_to_solve"] not in ("", None))
                 shown = f"{stats.mean_std([v / 1000 for v in values], '.1f')}k ({solved}/{len(done)} solved)"
