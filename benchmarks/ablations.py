@@ -26,9 +26,11 @@ for LunarLander, its final greedy evaluation (eval/mean_return: 10 episodes, arg
 
 The effect of a setting on a score: its mean over seeds minus the default's, with a 95% percentile-bootstrap
 confidence interval over seeds (rliable's StratifiedIndependentBootstrap of the two groups, 10,000 resamples,
-fixed random state: the same CSVs give the same intervals). The verdict, by one rule: "helps" when the whole
-interval lies on the better side of 0 (higher return or AUC, fewer steps to solve), "hurts" when it lies on the
-worse side, "not detected" otherwise; with 5 or 10 seeds, a small effect is "not detected", not "no effect".
+fixed random state: the same CSVs give the same intervals), once the setting and the default have 3 seeds each
+(MIN_SEEDS; README's map says "k of n seeds" while a study is still running). The verdict, by one rule: "helps"
+when the whole interval lies on the better side of 0 (higher return or AUC, fewer steps to solve), "hurts" when
+it lies on the worse side, "not detected" otherwise; with 5 or 10 seeds, a small effect is "not detected", not
+"no effect".
 
 Outputs, under --results-dir (benchmarks/results/ablations/): <study>-runs.csv and <study>-curves.csv (the
 record), <study>.md (the table), <study>.png (each setting's curve beside the default's), effects.csv (every
@@ -54,6 +56,7 @@ RESULTS = ROOT / "benchmarks" / "results" / "ablations"
 # Python loop: 44 intervals for CartPole alone); 10,000 took about 1 s and moved no bound of CartPole's study by
 # more than 2% of its interval's width (tests/test_ablations.py holds one to 5%).
 REPS = 10_000
+MIN_SEEDS = 3  # an effect is computed once the setting and the default have this many seeds each
 RECORD = ROOT / "benchmarks" / "README.md"  # its ablation-<study> markers hold each study's table
 
 
@@ -368,7 +371,7 @@ def effects(ablation: Ablation, rows: list[dict], curves: list[dict]) -> list[di
         default = by_setting.get(ablation.default, [])
         for name, setting in ablation.settings.items():
             values = by_setting.get(name, [])
-            if name == ablation.default or len(values) < 2 or len(default) < 2:
+            if name == ablation.default or min(len(values), len(default)) < MIN_SEEDS:
                 continue
             effect, low, high = effect_interval(values, default)
             found.append({"study": ablation.name, "task": ablation.task, "setting": name, "detail": setting.detail or "",
@@ -557,7 +560,8 @@ def map_column(detail: str, group: str, found: list[dict]) -> str:
                 pending.setdefault(name, []).append(task)
             else:
                 value = {k: float(e[k]) for k in ("effect", "low", "high")}
-                parts.append(f"`{name}` {task} {leading.label}: {interval_text(value, leading)} {e['verdict']}")
+                partial = f" ({e['runs']} of {len(ablation.seeds)} seeds)" if int(e["runs"]) < len(ablation.seeds) else ""
+                parts.append(f"`{name}` {task} {leading.label}: {interval_text(value, leading)} {e['verdict']}{partial}")
     parts += [f"`{name}` not run yet on {', '.join(tasks)}" for name, tasks in pending.items()]
     if parts:
         return "; ".join(parts)

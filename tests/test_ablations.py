@@ -184,13 +184,17 @@ def made_up(ablation, values: dict[str, list[float]], unsolved: set = frozenset(
 
 def test_scores_count_an_unsolved_run_as_the_budget_and_auc_is_the_curves_mean():
     ablation = ablations.STUDIES["cartpole"]
-    rows, curves = made_up(ablation, {"default": [1.0, 2.0], "no-norm-adv": [3.0, 4.0]}, {("no-norm-adv", 2)})
+    rows, curves = made_up(ablation, {"default": [1.0, 2.0, 3.0], "no-norm-adv": [3.0, 4.0, 5.0]},
+                           {("no-norm-adv", 2)})
     assert ablations.scores(ablation, rows, curves, ablations.SOLVE) == {
-        "default": [10_000.0, 20_000.0], "no-norm-adv": [30_000.0, 99_840.0]}
-    assert ablations.scores(ablation, rows, curves, ablations.AUC) == {"default": [0.75, 1.5], "no-norm-adv": [2.25, 3.0]}
+        "default": [10_000.0, 20_000.0, 30_000.0], "no-norm-adv": [30_000.0, 99_840.0, 50_000.0]}
+    assert ablations.scores(ablation, rows, curves, ablations.AUC) == {
+        "default": [0.75, 1.5, 2.25], "no-norm-adv": [2.25, 3.0, 3.75]}
     found = ablations.effects(ablation, rows, curves)
     solve = next(e for e in found if e["metric"] == "steps_to_solve")
-    assert solve["setting"] == "no-norm-adv" and solve["effect"] == pytest.approx((30_000 + 99_840 - 30_000) / 2)
+    assert solve["setting"] == "no-norm-adv" and solve["effect"] == pytest.approx((30_000 + 99_840 + 50_000) / 3 - 20_000)
+    # two seeds are too few for an interval: no effect until each side has MIN_SEEDS (3)
+    assert ablations.effects(ablation, *made_up(ablation, {"default": [1.0, 2.0], "no-norm-adv": [3.0, 4.0]})) == []
 
 
 def test_the_maps_column_from_a_made_up_effects_file(tmp_path, monkeypatch):
@@ -202,8 +206,8 @@ def test_the_maps_column_from_a_made_up_effects_file(tmp_path, monkeypatch):
     found = ablations.read_effects(tmp_path)
     column = ablations.map_column("7. advantage normalization", "core", found)
     # steps to solve (CartPole's leading score): 10,000 x the final return, so 1.05M fewer... on made-up numbers
-    assert column.startswith("`no-norm-adv` CartPole steps to solve: -1050.0k [") and column.endswith("] helps; "
-                                                                                                    "`no-norm-adv` not run yet on LunarLander, Hopper")
+    assert column.startswith("`no-norm-adv` CartPole steps to solve: -1050.0k [")
+    assert column.endswith("] helps (3 of 10 seeds); `no-norm-adv` not run yet on LunarLander, Hopper")
     init = ablations.map_column("2. orthogonal init, constant bias", "core", found)
     assert "`default-init` CartPole steps to solve: " in init and "not detected" in init
     assert "`policy-init-1` not run yet on CartPole, LunarLander, Hopper" in init
@@ -237,6 +241,7 @@ def test_the_committed_effects_are_the_ones_the_committed_runs_give():
 # ---------------------------------------------------------------------------------------------------------
 def test_a_tiny_study_runs_records_skips_and_reports(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(ablations, "REPS", 1000)
+    monkeypatch.setattr(ablations, "MIN_SEEDS", 2)  # 2 seeds a setting, to keep it short
     argv = ["cartpole", "--settings", "default", "split-networks", "--seeds", "1", "2", "--total-timesteps", "512",
             "--runs-dir", str(tmp_path), "--results-dir", str(tmp_path / "results")]
     assert ablations.main(argv) == 0
@@ -261,12 +266,12 @@ def test_a_tiny_study_runs_records_skips_and_reports(tmp_path, capsys, monkeypat
 
 
 def test_a_study_cell_is_one_runnable_command_per_line(capsys):
-    assert ablations.main(["lunarlander", "--seeds", "1", "--dry-run"]) == 0
+    assert ablations.main(["lunarlander", "--seeds", "99", "--dry-run"]) == 0  # a seed no record holds
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == len(ablations.STUDIES["lunarlander"].settings)
-    shared = next(line for line in lines if "shared-trunk seed 1" in line)
+    shared = next(line for line in lines if "shared-trunk seed 99" in line)
     assert shared.startswith("python -m benchmarks.patches --patch shared-trunk ppo_lunarlander_vec.py ")
-    one_env = next(line for line in lines if "one-env seed 1" in line)
+    one_env = next(line for line in lines if "one-env seed 99" in line)
     assert "--num-envs 1 --num-steps 2048" in one_env
 
 
