@@ -241,11 +241,7 @@ def summarize_run(ablation: Ablation, run_dir: Path) -> tuple[dict, list[dict]]:
            "episodes": len(episodes), "steps": max(event.step for events in scalars.values() for event in events),
            "wall_seconds": round(runs.training_seconds(run_dir), 1), "processor": processor(),
            "run_dir": grid.relative(run_dir)}
-    bins: dict[int, list[float]] = {}
-    for event in episodes:
-        bins.setdefault((event.step - 1) // ablation.bin_steps, []).append(event.value)
-    curve = [{"step": (b + 1) * ablation.bin_steps, "mean_return": statistics.fmean(v)} for b, v in sorted(bins.items())]
-    return row, curve
+    return row, stats.binned_means([(event.step, event.value) for event in episodes], ablation.bin_steps)
 
 
 def processor() -> str:
@@ -277,15 +273,15 @@ def cells_of(ablation: Ablation, settings: list[str] | None, seeds: list[int] | 
     return grid.cells(ablation.script, [ablation.task], settings or list(ablation.settings), seeds or ablation.seeds)
 
 
-def collect(ablation: Ablation, study: grid.Study, cells: list[grid.Cell], results_dir: Path) -> int:
-    """Add every finished run of `cells` that the study's CSVs lack; returns how many were added."""
-    rows, curves = recorded(ablation, results_dir)
-    have = {(r["setting"], int(r["seed"])) for r in rows}
+def collect(ablation: Ablation, study: grid.Study, cells: list[grid.Cell], results_dir: Path,
+            done: set[grid.Cell]) -> int:
+    """Add every finished run of `cells` that is not `done` (recorded: recorded()'s rows) to the study's own
+    CSVs; returns how many were added."""
     own_rows = read_csv(results_dir / f"{ablation.name}-runs.csv")
     own_curves = read_csv(results_dir / f"{ablation.name}-curves.csv")
     added = 0
     for cell in cells:
-        if (cell.setting, cell.seed) in have:
+        if cell in done:
             continue
         state, folder = study.state(cell)
         if state != "done":
@@ -647,7 +643,7 @@ def main(argv=None) -> int:
             grid.run(study, cells, args.jobs, done, dry_run=args.dry_run)
         if args.dry_run:
             return 0
-        added = collect(ablation, study, cells, args.results_dir)
+        added = collect(ablation, study, cells, args.results_dir, done)
         if added:
             print(f"{name}: added {added} finished runs to {args.results_dir / (name + '-runs.csv')}")
     found = write_reports(args.results_dir, studies)

@@ -54,7 +54,7 @@ from pathlib import Path
 from benchmarks.core import grid, plots, runs
 from benchmarks.core.launch import ROOT
 from benchmarks.core.records import read_csv, write_csv
-from benchmarks.core.stats import mean_std
+from benchmarks.core.stats import binned_means, mean_std
 
 SCRIPT = "ppo_pendulum_continuous.py"
 TASKS = ["HalfCheetah-v5", "Hopper-v5", "InvertedDoublePendulum-v5", "InvertedPendulum-v5", "Reacher-v5",
@@ -186,11 +186,7 @@ def summarize_run(run_dir: Path, bin_steps: int) -> tuple[dict, list[dict]]:
         "run_dir": grid.relative(run_dir),
         **policy_moves(scalars),
     }
-    bins: dict[int, list[float]] = {}
-    for event in episodes:
-        bins.setdefault((event.step - 1) // bin_steps, []).append(event.value)
-    curve = [{"step": (b + 1) * bin_steps, "mean_return": statistics.fmean(v)} for b, v in sorted(bins.items())]
-    return row, curve
+    return row, binned_means([(event.step, event.value) for event in episodes], bin_steps)
 
 
 def collect(args: argparse.Namespace, cells: list[grid.Cell]) -> None:

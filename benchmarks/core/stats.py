@@ -105,3 +105,12 @@ def active_seconds(seconds: list[float], longest: float = 600.0) -> float:
     if not ordered:
         return 0.0
     return ordered[0] + sum(b - a for a, b in zip(ordered, ordered[1:]) if b - a <= longest)
+
+
+def binned_means(points: list[tuple[int, float]], width: int) -> list[dict]:
+    """A learning curve by bins of `width` steps: for each bin in which some (step, value) ended, the bin's end and
+    the mean of its values, as {"step", "mean_return"} (the grids' curves CSVs)."""
+    bins: dict[int, list[float]] = {}
+    for step, value in points:
+        bins.setdefault((step - 1) // width, []).append(value)
+    return [{"step": (b + 1) * width, "mean_return": statistics.fmean(v)} for b, v in sorted(bins.items())]
