@@ -52,9 +52,10 @@ from benchmarks.core.launch import ROOT
 from benchmarks.core.records import read_csv, write_csv
 
 RESULTS = ROOT / "benchmarks" / "results" / "ablations"
-# Bootstrap resamples per interval. rliable's default, 50,000, took 4-5 s an interval here (arch resamples in a
-# Python loop: 44 intervals for CartPole alone); 10,000 took about 1 s and moved no bound of CartPole's study by
-# more than 2% of its interval's width (tests/test_ablations.py holds one to 5%).
+# Bootstrap resamples per interval. rliable's default, 50,000, took 4.1 to 5.3 s an interval here beside a
+# training run (arch resamples in a Python loop: 44 intervals for CartPole alone); 10,000 took 0.6 to 3.9 s and,
+# on six of CartPole's intervals, moved no bound by more than 2% of the interval's width (tests/test_ablations.py
+# holds one to 5%).
 REPS = 10_000
 MIN_SEEDS = 3  # an effect is computed once the setting and the default have this many seeds each
 RECORD = ROOT / "benchmarks" / "README.md"  # its ablation-<study> markers hold each study's table
