@@ -42,8 +42,8 @@ from pathlib import Path
 import tyro
 from tyro.conf import Positional
 
-from benchmarks.core.plots import plot_curves
 from benchmarks.core import launch, runs
+from benchmarks.core.plots import Curves, plot_curves
 from benchmarks.core.records import curves_path, diagnostics_path, markdown_table, write_csv
 from benchmarks.core.runs import SPS_TAG, RunFailed
 from benchmarks.core.stats import diagnostic_spreads, rolling_first_crossing
@@ -55,20 +55,11 @@ DIAGNOSTIC_TAGS = ("losses/approx_kl", "losses/clipfrac", "losses/explained_vari
 
 
 @dataclass
-class Args:
+class Args(Curves):
     script: str
     """the training script to benchmark, e.g. ppo_cartpole.py (with --from-logs it only names the CSV and its rows)"""
     seeds: tuple[int, ...] = (1, 2, 3)
     """seeds to run, one process per seed, one after the other (ignored with --from-logs: read from folder names)"""
-    threshold: float | None = None
-    """rolling mean episodic return that counts as solved, e.g. 475 for CartPole-v1; None: report only return and SPS"""
-    window: int = 20
-    """number of most recent episodes averaged into the rolling mean and into the final return (usually 10-100)"""
-    tag: str = "charts/episodic_return"
-    """TensorBoard scalar with one value per finished episode (e.g. charts/x_pos for Mario: how far it got)"""
-    eval_tag: str = "eval/mean_return"
-    """TensorBoard scalar of the evaluations during training, drawn beside the training curve when the script
-    logs it (e.g. eval/flag_rate for Mario)"""
     exp_name: str = "bench"
     """passed to the script as --exp-name; the runs land in runs/*__{exp_name}__{seed}__*"""
     workdir: Path = launch.ROOT
@@ -88,8 +79,6 @@ class Args:
     play_episodes: int = 0
     """after each run, play its checkpoint's greedy policy for this many episodes and report the mean return
     (0: do not play)"""
-    play_threshold: float | None = None
-    """mean greedy return over --play-episodes that counts as reaching the target, e.g. 250 for LunarLander"""
     plot: Path | None = None
     """write a learning-curve PNG here (needs matplotlib): return vs env steps, every seed, mean and band"""
     script_args: Positional[tuple[str, ...]] = ()
@@ -350,17 +339,13 @@ def write_record(args: Args, record: dict) -> None:
               f"tags per seed) written to {diagnostics_path(csv_path)}")
     if args.plot and points:
         try:
-            plot_curves({args.label: (rows, points)}, args.plot, args.tag, args.eval_tag, args.window,
-                        args.threshold, args.play_threshold)
+            plot_curves({args.label: (rows, points)}, args.plot, args)
             print(f"Learning curves drawn in {args.plot}")
         except RunFailed as error:
             record["failures"].append(f"--plot: {error}")
 
 
 def main(args: Args) -> int:
-    if args.window < 1:
-        print("--window must be at least 1", file=sys.stderr)
-        return 2
     if args.play_episodes < 0:
         print("--play-episodes must not be negative", file=sys.stderr)
         return 2

@@ -16,32 +16,22 @@ from pathlib import Path
 import tyro
 from tyro.conf import Positional
 
-from benchmarks.core.plots import DEFAULT_TAG, plot_curves
+from benchmarks.core.plots import Curves, plot_curves
 from benchmarks.core.records import curves_path, load_points, read_rows
 from benchmarks.core.runs import RunFailed
 
 
 @dataclass
-class Args:
+class Args(Curves):
     csvs: Positional[tuple[Path, ...]]
     """benchmark CSVs (benchmarks/benchmark.py's), each with its <name>-curves.csv beside it"""
     plot: Path
     """the PNG to write"""
-    tag: str = DEFAULT_TAG
-    """the curves' per-episode scalar to draw (as the benchmark recorded it, e.g. charts/x_pos for Mario)"""
-    eval_tag: str = "eval/mean_return"
-    """the curves' per-evaluation scalar, drawn in a panel of its own where the CSVs hold it"""
-    window: int = 20
-    """training episodes averaged into each point of the training curve"""
-    threshold: float | None = None
-    """the training panel's target, drawn as a dashed line (e.g. 475 for CartPole-v1)"""
-    play_threshold: float | None = None
-    """the evaluation panel's target, drawn as a dashed line"""
 
 
 def main(args: Args) -> int:
-    if args.window < 1 or not args.csvs:
-        print("compare: give at least one CSV, and a --window of at least 1", file=sys.stderr)
+    if not args.csvs:
+        print("compare: give at least one CSV", file=sys.stderr)
         return 2
     groups = {}
     for path in args.csvs:
@@ -53,7 +43,7 @@ def main(args: Args) -> int:
             return 2
         groups[rows[0].get("label") or path.stem] = (rows, points)
     try:
-        plot_curves(groups, args.plot, args.tag, args.eval_tag, args.window, args.threshold, args.play_threshold)
+        plot_curves(groups, args.plot, args)
     except RunFailed as error:
         print(f"compare: {error}", file=sys.stderr)
         return 1

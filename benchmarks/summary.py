@@ -16,18 +16,15 @@ from pathlib import Path
 import tyro
 from tyro.conf import Positional
 
-from benchmarks.core.plots import DEFAULT_TAG
+from benchmarks.core.plots import DEFAULT_TAG, Window
 from benchmarks.core.records import curves_path, load_points, markdown_table, name_of, read_rows
 from benchmarks.core.stats import curve_at, mean_std
 
 
 @dataclass
-class Args:
+class Args(Window):
     csvs: Positional[tuple[Path, ...]]
     """benchmark CSVs, one row of the table each"""
-    window: int = 20
-    """the header's number of training episodes in the final return (a CSV with another says so in its cell), and
-    the episodes averaged into a curve's point with --at-steps"""
     at_steps: tuple[int, ...] = ()
     """also each CSV's learning curve at these env steps, from its curves CSV"""
 
@@ -74,9 +71,6 @@ def curve_rows(path: Path, steps: tuple[int, ...], window: int) -> list[list[str
 
 
 def main(args: Args) -> int:
-    if args.window < 1:
-        print("--window must be at least 1", file=sys.stderr)
-        return 2
     try:
         text = markdown_table(["script", "env", "env steps", "seeds", f"final return (last {args.window} training "
                                "episodes)", "final policy (--play)", "wall s", "SPS"],

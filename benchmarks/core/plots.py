@@ -1,11 +1,45 @@
 """The figures' common parts: matplotlib set up to draw into files, the mean of several runs with their min-max
-band, and saving a figure (atomically, as the CSVs are written)."""
+band, saving a figure (atomically, as the CSVs are written), and the flags of a learning curve, which every tool
+that draws or reads one takes with the same words."""
 
 from __future__ import annotations
 
 import os
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
+
+DEFAULT_TAG = "charts/episodic_return"
+COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown"]
+
+
+@dataclass(kw_only=True)
+class Window:
+    """--window, for every tool that averages training episodes (benchmark, compare, summary), checked here once."""
+
+    window: int = 20
+    """training episodes averaged into the rolling mean: each point of a learning curve, and the final return
+    (usually 10-100)"""
+
+    def __post_init__(self):
+        if self.window < 1:
+            raise ValueError("--window must be at least 1")  # (tyro prints it and exits 2)
+
+
+@dataclass(kw_only=True)
+class Curves(Window):
+    """The flags that say what a learning-curve figure draws (benchmark's and compare's)."""
+
+    tag: str = DEFAULT_TAG
+    """TensorBoard scalar with one value per finished training episode (e.g. charts/x_pos for Mario: how far it got)"""
+    eval_tag: str = "eval/mean_return"
+    """TensorBoard scalar of the evaluations during training, drawn in a panel of its own where the run logged it
+    (e.g. eval/flag_rate for Mario)"""
+    threshold: float | None = None
+    """rolling mean of --tag that counts as solved, e.g. 475 for CartPole-v1, drawn as the training panel's target"""
+    play_threshold: float | None = None
+    """mean greedy return that counts as reaching the target, e.g. 250 for LunarLander, drawn as the evaluation
+    panel's"""
 
 
 def pyplot():
@@ -59,33 +93,24 @@ def curves_from_points(points: list[dict], tag: str, eval_tag: str, window: int)
 
     curves, evals = {}, {}
     for point in points:
-        seed = str(point["seed"])
-        if point["kind"] == "training" and point["tag"] == tag:
-            target = curves
-        elif point["kind"] == "evaluation" and point["tag"] == eval_tag:
-            target = evals
-        else:
-            continue
-        steps, values = target.setdefault(seed, ([], []))
-        steps.append(point["env_steps"])
-        values.append(point["value"])
+        target = {("training", tag): curves, ("evaluation", eval_tag): evals}.get((point["kind"], point["tag"]))
+        if target is not None:
+            steps, values = target.setdefault(str(point["seed"]), ([], []))
+            steps.append(point["env_steps"])
+            values.append(point["value"])
     curves = {seed: (steps, rolling_mean(values, window)) for seed, (steps, values) in curves.items()}
     return curves, evals
 
 
-DEFAULT_TAG = "charts/episodic_return"
-COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown"]
-
-
-def plot_curves(groups: dict[str, tuple[list[dict], list[dict]]], path: Path, tag: str = DEFAULT_TAG,
-                eval_tag: str = "eval/mean_return", window: int = 20, threshold: float | None = None,
-                play_threshold: float | None = None) -> None:
-    """Learning curves of benchmark CSVs in one PNG: the rolling mean training return (of `tag`, over `window`
-    episodes) against env steps and, beside it, the evaluations (`eval_tag`) when the script logs them.
+def plot_curves(groups: dict[str, tuple[list[dict], list[dict]]], path: Path, flags: Curves) -> None:
+    """Learning curves of benchmark CSVs in one PNG: the rolling mean training return (of --tag, over --window
+    episodes) against env steps and, beside it, the evaluations (--eval-tag) when the script logs them.
     `groups` maps a configuration's label to its result rows and curve points: a single group is drawn seed by
     seed (thin) with its mean and min-max band, several groups one colour each, as their mean and band.
-    `threshold` and `play_threshold` are drawn as the targets of the two panels."""
+    --threshold and --play-threshold are drawn as the targets of the two panels."""
     from benchmarks.core.runs import RunFailed
+
+    tag, eval_tag, window = flags.tag, flags.eval_tag, flags.window
 
     plt = pyplot()
     training, evaluation = [], []
@@ -98,9 +123,9 @@ def plot_curves(groups: dict[str, tuple[list[dict], list[dict]]], path: Path, ta
         if evals:
             evaluation.append((prefix, color, evals))
     measure = "return" if tag == DEFAULT_TAG else tag
-    panels = [("training episodes", f"{measure}, mean of last {window} episodes", threshold, training)]
+    panels = [("training episodes", f"{measure}, mean of last {window} episodes", flags.threshold, training)]
     if evaluation:
-        panels.append(("evaluation", eval_tag, play_threshold, evaluation))
+        panels.append(("evaluation", eval_tag, flags.play_threshold, evaluation))
 
     figure, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.5), squeeze=False)
     for ax, (panel, ylabel, target, panel_groups) in zip(axes[0], panels):
