@@ -29,6 +29,7 @@ Exit status 1 if any check fails; the table says which.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import tempfile
 import time
@@ -95,14 +96,6 @@ def install_fake_nes() -> None:
                         "nes_py": nes_py, "nes_py.wrappers": wrappers})
 
 
-def real_nes() -> bool:
-    try:
-        import gym_super_mario_bros  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def import_script(module: str, fake_nes: bool):
     if module == "ppo_mario_cnn" and fake_nes:  # (main decides fake_nes once, before any check imports)
         install_fake_nes()
@@ -145,11 +138,13 @@ def ratio_at_start(name: str, precision: str, device: str, num_envs: int, num_st
     return worst_ratio, worst_value
 
 
-def run(script: str, argv: list[str], cwd: Path, fake_nes: bool, torchrun: bool = False) -> tuple[dict, float]:
-    """Train `script` with `argv` in `cwd` (through this tool's --as-script, so that the stand-in NES can go in),
-    under torchrun on one rank if asked; return its scalars {tag: [values]} and the wall seconds."""
+def run(script: str, argv: list[str], scratch: str, fake_nes: bool, torchrun: bool = False) -> tuple[dict, float]:
+    """Train `script` with `argv` in a new folder under `scratch` (through this tool's --as-script, so that the
+    stand-in NES can go in), under torchrun on one rank if asked; return its scalars {tag: [values]} and the wall
+    seconds."""
+    cwd = Path(tempfile.mkdtemp(dir=scratch))
     command = launch.python_command("-m", "benchmarks.gpu_check", "--as-script", script,
-                                    *(["--fake-nes"] if fake_nes else []), "--", *argv, torchrun=1 if torchrun else 0)
+                                    *(["--fake-nes"] if fake_nes else []), "--", *argv, torchrun=int(torchrun))
     start = time.time()
     result = launch.run(command, cwd, timeout=900)
     seconds = time.time() - start
@@ -167,12 +162,28 @@ def same_losses(a: dict, b: dict) -> bool:
     return all(a.get(tag) == b.get(tag) for tag in LOSSES) and any(a.get(tag) for tag in LOSSES)
 
 
+# The training runs' arguments: (full, --quick)
+ARGS = {
+    "breakout": ("--total-timesteps 8192",  # 8 updates of 8 envs x 128 steps
+                 "--total-timesteps 256 --num-envs 2 --num-steps 64 --minibatch-size 64 --update-epochs 1 "
+                 "--vectorization-mode sync"),
+    "mario": ("--total-timesteps 8192 --num-steps 256",  # 4 updates of 8 envs x 256 steps
+              "--total-timesteps 128 --num-envs 2 --num-steps 32 --minibatch-size 32 --train-pi-iters 2 "
+              "--train-v-iters 2"),
+    "eval": ("--eval-every 2 --eval-episodes 1", "--eval-every 1 --eval-episodes 1"),
+    "ppo_cartpole.py": ("--total-timesteps 4096", "--total-timesteps 256 --num-steps 128 --minibatch-size 64"),
+    "ppo_lunarlander_vec.py": ("--total-timesteps 16384",
+                               "--total-timesteps 512 --num-envs 2 --num-steps 128 --minibatch-size 128"),
+    "ppo_pendulum_continuous.py": ("--total-timesteps 16384", "--total-timesteps 512 --num-envs 2 --num-steps 128"),
+}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     parser.add_argument("--quick", action="store_true", help="tiny sizes: checks the checks, not the device")
-    parser.add_argument("--fake-nes", action="store_true", help="Mario on the stand-in NES even where the real one "
-                                                                "installs")
+    parser.add_argument("--fake-nes", action="store_true",
+                        help="Mario on the stand-in NES even where the real one installs")
     parser.add_argument("--only", nargs="+", choices=["ratio", "breakout", "mario", "mlp"],
                         help="run these parts alone (default: all)")
     parser.add_argument("--as-script", metavar="SCRIPT", help=argparse.SUPPRESS)  # internal: run SCRIPT's main()
@@ -191,11 +202,13 @@ def main() -> int:
     cuda = options.device == "cuda"
     # Decided once, here: once a check has put the stand-in into sys.modules, importing gym_super_mario_bros
     # succeeds, and a later test for the real one would wrongly find it (the third H200 run's Mario failures).
-    options.fake_nes = options.fake_nes or not real_nes()
+    try:
+        import gym_super_mario_bros  # noqa: F401
+    except ImportError:
+        options.fake_nes = True
     if cuda:
         print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, "
               f"bf16 native: {torch.cuda.is_bf16_supported(including_emulation=False)}")
-    device_flag = "--cuda" if cuda else "--no-cuda"
     results = []  # ok or not, check by check
 
     def report(check: str, ok: bool, detail: str) -> None:
@@ -215,84 +228,55 @@ def main() -> int:
                    f"({n} envs x {t} steps, minibatches of {m})")
 
     # --- training runs ---------------------------------------------------------------------------------------
-    if options.quick:
-        cnn_args = {
-            "breakout": ["--total-timesteps", "256", "--num-envs", "2", "--num-steps", "64", "--minibatch-size",
-                         "64", "--update-epochs", "1", "--vectorization-mode", "sync"],
-            "mario": ["--total-timesteps", "128", "--num-envs", "2", "--num-steps", "32", "--minibatch-size", "32",
-                      "--train-pi-iters", "2", "--train-v-iters", "2"],
-        }
-        eval_args = ["--eval-every", "1", "--eval-episodes", "1"]
-        mlp_args = {"ppo_cartpole.py": ["--total-timesteps", "256", "--num-steps", "128", "--minibatch-size", "64"],
-                    "ppo_lunarlander_vec.py": ["--total-timesteps", "512", "--num-envs", "2", "--num-steps", "128",
-                                               "--minibatch-size", "128"],
-                    "ppo_pendulum_continuous.py": ["--total-timesteps", "512", "--num-envs", "2", "--num-steps", "128"]}
-    else:
-        cnn_args = {
-            "breakout": ["--total-timesteps", "8192"],  # 8 updates of 8 envs x 128 steps
-            "mario": ["--total-timesteps", "8192", "--num-steps", "256"],  # 4 updates of 8 envs x 256 steps
-        }
-        eval_args = ["--eval-every", "2", "--eval-episodes", "1"]
-        mlp_args = {"ppo_cartpole.py": ["--total-timesteps", "4096"],
-                    "ppo_lunarlander_vec.py": ["--total-timesteps", "16384"],
-                    "ppo_pendulum_continuous.py": ["--total-timesteps", "16384"]}
-    common = [device_flag, "--seed", "1", "--checkpoint-every", "0"]
+    # (full: a few updates each; --quick: tiny, to check the checks on the CPU)
+    args = {key: value[options.quick].split() for key, value in ARGS.items()}
+    common = ["--cuda" if cuda else "--no-cuda", "--seed", "1", "--checkpoint-every", "0"]
+
+    @contextlib.contextmanager
+    def failing_as(check: str):
+        """A training run that fails in the block is reported as `check` failing, and the block ends there."""
+        try:
+            yield
+        except RuntimeError as e:
+            report(check, False, str(e).splitlines()[0])
+            print(e, file=sys.stderr)
 
     with tempfile.TemporaryDirectory() as scratch:
-        def folder(label: str) -> Path:
-            path = Path(scratch) / label
-            path.mkdir()
-            return path
-
-        for name, module in CNN.items():
-            if name not in parts:
-                continue
-            script = module + ".py"
-            base = [*cnn_args[name], *common]
+        for name in [name for name in CNN if name in parts]:
+            script = CNN[name] + ".py"
+            base = [*args[name], *common]
             if name == "mario" and options.fake_nes:
                 # (async workers start by importing the script afresh, where the stand-in NES is not)
                 base += ["--vectorization-mode", "sync"]
             # (--quick trains in fp32 only: a CPU without native bf16 emulates it, many times slower)
             for precision in ("fp32",) if options.quick else ("fp32", "bf16"):
-                args = [*base, "--precision", precision, "--eval-every", "0"]
-                try:
-                    first, seconds = run(script, args, folder(f"{name}-{precision}-1"), options.fake_nes)
+                argv = [*base, "--precision", precision, "--eval-every", "0"]
+                with failing_as(f"{name} {precision}: train"):
+                    first, seconds = run(script, argv, scratch, options.fake_nes)
                     report(f"{name} {precision}: train", True,
                            f"SPS {first['charts/SPS'][-1]:.0f} (last update), {seconds:.0f} s with start-up")
-                    second, _ = run(script, args, folder(f"{name}-{precision}-2"), options.fake_nes)
+                    second, _ = run(script, argv, scratch, options.fake_nes)
                     report(f"{name} {precision}: same seed, same losses", same_losses(first, second),
                            f"{len(first['losses/value_loss'])} updates compared")
                     if precision == "fp32":
-                        evaluated, _ = run(script, [*base, "--precision", precision, *eval_args],
-                                           folder(f"{name}-{precision}-eval"), options.fake_nes)
+                        evaluated, _ = run(script, [*base, "--precision", precision, *args["eval"]], scratch,
+                                           options.fake_nes)
                         report(f"{name} {precision}: evaluation leaves training alone",
                                same_losses(first, evaluated) and "eval/mean_return" in evaluated,
                                f"{len(evaluated.get('eval/mean_return', []))} evaluations")
-                except RuntimeError as e:
-                    report(f"{name} {precision}: train", False, str(e).splitlines()[0])
-                    print(e, file=sys.stderr)
             if options.quick:  # (the suite runs torchrun with 2 CPU ranks in tests/test_breakout.py, test_mario.py)
                 continue
-            try:
-                _, seconds = run(script, [*base, "--eval-every", "0"], folder(f"{name}-torchrun"), options.fake_nes,
-                                 torchrun=True)
+            with failing_as(f"{name}: torchrun, 1 rank"):
+                _, seconds = run(script, [*base, "--eval-every", "0"], scratch, options.fake_nes, torchrun=True)
                 report(f"{name}: torchrun, 1 rank ({'nccl' if cuda else 'gloo'})", True, f"{seconds:.0f} s")
-            except RuntimeError as e:
-                report(f"{name}: torchrun, 1 rank", False, str(e).splitlines()[0])
-                print(e, file=sys.stderr)
 
-        mlp_runs = [("ppo_cartpole.py", []), ("ppo_lunarlander_vec.py", eval_args),
-                    ("ppo_pendulum_continuous.py", ["--objective", "clip"]),
-                    ("ppo_pendulum_continuous.py", ["--objective", "kl"])]
+        mlp_runs = [("ppo_cartpole.py", []), ("ppo_lunarlander_vec.py", args["eval"]),
+                    *(("ppo_pendulum_continuous.py", ["--objective", objective]) for objective in ("clip", "kl"))]
         for script, extra in mlp_runs if "mlp" in parts else []:
             label = f"{script[:-3]} {' '.join(extra[:2])}".strip()
-            try:
-                logged, seconds = run(script, [*mlp_args[script], *common, *extra],
-                                      folder(label.replace(" ", "-")), options.fake_nes)
+            with failing_as(f"{label}: train"):
+                logged, seconds = run(script, [*args[script], *common, *extra], scratch, options.fake_nes)
                 report(f"{label}: train", True, f"SPS {logged['charts/SPS'][-1]:.0f}, {seconds:.0f} s with start-up")
-            except RuntimeError as e:
-                report(f"{label}: train", False, str(e).splitlines()[0])
-                print(e, file=sys.stderr)
 
     print(f"\ngpu_check: {results.count(True)} checks ok, {results.count(False)} failed")
     return 0 if all(results) else 1
