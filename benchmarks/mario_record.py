@@ -31,7 +31,7 @@ Usage:
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -83,7 +83,7 @@ class Evaluation:
 
 def read_run(run: Path, up_to_step: Optional[int] = None) -> tuple[list[Episode], list[Evaluation]]:
     """The training episodes and the evaluations logged in a run folder (up to `up_to_step`), in step order,
-    without what a resumed run's earlier processes logged past its resume (benchmark.read_scalars). The script
+    without what a resumed run's earlier processes logged past its resume (runs.read_scalars). The script
     logs x_pos and flag_get together for each episode, so the two tags pair up one to one, in their order."""
     scalars, _ = read_scalars(run, up_to_step)
     xs, flags = scalars.get("charts/x_pos", []), scalars.get("charts/flag_get", [])
@@ -127,11 +127,9 @@ def report(args: Args, episodes: list[Episode], evaluations: list[Evaluation], r
                   "to its last update):", "", "| env steps | wall min | SPS |", "|---|---|---|"]
         lines += [f"| {r['from']:,} - {r['to']:,} | {r['seconds'] / 60:.1f} | {r['sps']:.0f} |" for r in resumes]
         lines.append("")
-    lines += [
-             "| env steps | episodes | mean x position | at the flag |", "|---|---|---|---|"]
-    for row in block_rows(episodes, args.block):
-        lines.append(f"| {row['from']:,} - {row['to']:,} | {row['episodes']} | {row['mean_x']:.0f} | "
-                     f"{row['flag_share']:.1%} |")
+    lines += ["| env steps | episodes | mean x position | at the flag |", "|---|---|---|---|"]
+    lines += [f"| {row['from']:,} - {row['to']:,} | {row['episodes']} | {row['mean_x']:.0f} | {row['flag_share']:.1%} |"
+              for row in block_rows(episodes, args.block)]
     if evaluations:
         lines += ["", "| evaluation at step | mean x position | flag rate |", "|---|---|---|"]
         lines += [f"| {e.step:,} | {e.mean_x_pos:.0f} | {e.flag_rate:.2f} |" for e in evaluations]
@@ -145,25 +143,23 @@ def report(args: Args, episodes: list[Episode], evaluations: list[Evaluation], r
     return "\n".join(lines)
 
 
+PROCESSES = {"from": int, "to": int, "seconds": float, "sps": float}  # the columns of the CSVs, with their types
+EPISODES = {"step": int, "x_pos": int, "flag": int}
+EVALUATIONS = {"step": int, "mean_x_pos": float, "flag_rate": float}
+
+
 def write_csvs(prefix: Path, episodes: list[Episode], evaluations: list[Evaluation], resumes: list[dict] = ()) -> None:
-    if resumes:
-        write_csv(Path(f"{prefix}-processes.csv"), list(resumes), ["from", "to", "seconds", "sps"])
-    write_csv(Path(f"{prefix}-episodes.csv"),
-              [{"step": e.step, "x_pos": e.x_pos, "flag": int(e.flag)} for e in episodes], ["step", "x_pos", "flag"])
-    write_csv(Path(f"{prefix}-evaluations.csv"), [{"step": e.step, "mean_x_pos": e.mean_x_pos, "flag_rate": e.flag_rate}
-                                                  for e in evaluations], ["step", "mean_x_pos", "flag_rate"])
+    if resumes:  # (a run folder that has logged an update)
+        write_csv(Path(f"{prefix}-processes.csv"), list(resumes), list(PROCESSES))
+    write_csv(Path(f"{prefix}-episodes.csv"), [{**asdict(e), "flag": int(e.flag)} for e in episodes], list(EPISODES))
+    write_csv(Path(f"{prefix}-evaluations.csv"), [asdict(e) for e in evaluations], list(EVALUATIONS))
 
 
 def read_csvs(prefix: Path) -> tuple[list[Episode], list[Evaluation], list[dict]]:
-    if not Path(f"{prefix}-episodes.csv").is_file():
-        raise FileNotFoundError(f"no {prefix}-episodes.csv")
-    episodes = [Episode(int(r["step"]), int(r["x_pos"]), r["flag"] == "1")
-                for r in read_csv(Path(f"{prefix}-episodes.csv"))]
-    evaluations = [Evaluation(int(r["step"]), float(r["mean_x_pos"]), float(r["flag_rate"]))
-                   for r in read_csv(Path(f"{prefix}-evaluations.csv"))]
-    # (processes: written for a run folder that has logged an update)
-    resumes = read_csv(Path(f"{prefix}-processes.csv"), {"from": int, "to": int, "seconds": float, "sps": float})
-    return episodes, evaluations, resumes
+    episodes = [Episode(**{**row, "flag": row["flag"] == 1})
+                for row in read_csv(Path(f"{prefix}-episodes.csv"), EPISODES, "episodes CSV")]
+    evaluations = [Evaluation(**row) for row in read_csv(Path(f"{prefix}-evaluations.csv"), EVALUATIONS)]
+    return episodes, evaluations, read_csv(Path(f"{prefix}-processes.csv"), PROCESSES)
 
 
 def plot(args: Args, episodes: list[Episode], evaluations: list[Evaluation], title: str) -> None:
@@ -194,14 +190,12 @@ def plot(args: Args, episodes: list[Episode], evaluations: list[Evaluation], tit
 
 
 def main(args: Args) -> int:
-    if (args.run is None) == (args.from_csv is None):
-        print("mario_record.py: give a run folder or --from-csv PREFIX (one of them)", file=sys.stderr)
-        return 2
-    if args.run is not None and not args.run.is_dir():
-        print(f"mario_record.py: no run folder at {args.run}", file=sys.stderr)
-        return 2
-    if min(args.block, args.bin, args.window) <= 0 or args.last < 0:
-        print("mario_record.py: --block, --bin and --window must be positive, --last not negative", file=sys.stderr)
+    problem = ("give a run folder or --from-csv PREFIX (one of them)" if (args.run is None) == (args.from_csv is None)
+               else f"no run folder at {args.run}" if args.run is not None and not args.run.is_dir()
+               else "--block, --bin and --window must be positive, --last not negative"
+               if min(args.block, args.bin, args.window) <= 0 or args.last < 0 else None)
+    if problem:
+        print(f"mario_record.py: {problem}", file=sys.stderr)
         return 2
     if args.run:
         (episodes, evaluations), resumes = read_run(args.run, args.up_to_step), stretches(args.run, args.up_to_step)
