@@ -31,7 +31,6 @@ Usage:
     python -m benchmarks.benchmark --script ppo_pendulum_continuous.py --label kl -- --objective kl
 """
 
-import re
 import shlex
 import statistics
 import sys
@@ -44,7 +43,7 @@ from tyro.conf import Positional
 
 from benchmarks.core import launch, runs
 from benchmarks.core.plots import Curves, plot_curves
-from benchmarks.core.records import curves_path, diagnostics_path, markdown_table, write_csv
+from benchmarks.core.records import PLAY_LINE, curves_path, diagnostics_path, markdown_table, write_csv
 from benchmarks.core.runs import SPS_TAG, RunFailed
 from benchmarks.core.stats import diagnostic_spreads, rolling_first_crossing
 
@@ -105,25 +104,15 @@ class Measures:
 # ---------------------------------------------------------------------------------------------------------------
 # Analysis: what a run folder's scalars say
 # ---------------------------------------------------------------------------------------------------------------
-def summarize(
-    scalars: dict[str, list],
-    tag: str,
-    window: int,
-    threshold: float | None,
-    start_time: float,
-    end_time: float,
-    train_start: float | None = None,
-) -> Measures:
+def summarize(scalars: dict[str, list], tag: str, window: int, threshold: float | None, start_time: float,
+              end_time: float, train_start: float | None = None) -> Measures:
     """Measures of one run from its scalars; `start_time` and `end_time` are the wall times the run's clock
     starts and stops at (process launch and exit, or first and last event when reading old logs), and
     `train_start` the wall time of the run's first event (start of training), when known."""
     episodes = scalars.get(tag, [])
     returns = [event.value for event in episodes]
-    crossing = None
-    if threshold is not None:
-        crossing = rolling_first_crossing(
-            [event.step for event in episodes], [event.wall_time for event in episodes], returns, window, threshold
-        )
+    crossing = None if threshold is None else rolling_first_crossing(
+        [event.step for event in episodes], [event.wall_time for event in episodes], returns, window, threshold)
     last_returns = returns[-window:]  # all of them when fewer than `window` episodes finished
     total_steps = max(event.step for events in scalars.values() for event in events)
     wall_seconds = end_time - start_time
@@ -189,10 +178,6 @@ def run_seed(args: Args, script: Path, seed: int, log_path: Path) -> tuple[Path,
     if not new:
         raise RunFailed(f"exited 0 but wrote no runs/*__{args.exp_name}__{seed}__* folder in {args.workdir}")
     return runs.newest(new), launched, exited
-
-
-# The line `--play` ends with, in every script of the library.
-PLAY_LINE = re.compile(r"^mean return over (\d+) episodes: (-?[\d.]+) \+/- ([\d.]+)", re.MULTILINE)
 
 
 def play_policy(args: Args, script: Path, run_dir: Path) -> dict:
@@ -355,19 +340,15 @@ def main(args: Args) -> int:
     if not args.from_logs:
         run_seeds(args, record)
     rows, failures = record["rows"], record["failures"]
-    print()
-    print(seed_table(rows, args.threshold, args.play_episodes))
-    print()
-    print("\n".join(summary_lines(rows, len(rows) + len(failures), args.threshold, args.window, args.play_threshold)))
+    print("", seed_table(rows, args.threshold, args.play_episodes), "",
+          *summary_lines(rows, len(rows) + len(failures), args.threshold, args.window, args.play_threshold), sep="\n")
     if args.from_logs:
         print("Seconds count from each run's first logged event, not from process launch (start-up not included).")
     print("Command: " + shlex.join(["python", "-m", "benchmarks.benchmark", *sys.argv[1:]]))
     if rows:
         write_record(args, record)
     if failures:
-        print(f"{len(failures)} run(s) failed:", file=sys.stderr)
-        for failure in failures:
-            print(f"  {failure}", file=sys.stderr)
+        print(f"{len(failures)} run(s) failed:", *(f"  {failure}" for failure in failures), sep="\n", file=sys.stderr)
         return 1
     return 0
 

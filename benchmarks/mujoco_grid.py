@@ -332,27 +332,24 @@ def plot(args: argparse.Namespace) -> Path | None:
     figure, axes = plt.subplots((len(tasks) + columns - 1) // columns, columns, squeeze=False,
                                 figsize=(4.2 * columns, 3.4 * ((len(tasks) + columns - 1) // columns)))
     colors = dict(zip(settings, plt.rcParams["axes.prop_cycle"].by_key()["color"] * 3))
+    curves: dict[tuple[str, str], dict[int, tuple[list, list]]] = {}  # (task, setting): {seed: (steps, returns)}
+    for p in points:
+        steps, values = curves.setdefault((p["task"], p["setting"]), {}).setdefault(int(p["seed"]), ([], []))
+        steps.append(int(p["step"]))
+        values.append(float(p["mean_return"]))
     for ax, task in zip(axes.flat, tasks):
         for s in settings:
-            curves: dict[int, tuple[list, list]] = {}
-            for p in points:
-                if p["task"] == task and p["setting"] == s:
-                    steps, values = curves.setdefault(int(p["seed"]), ([], []))
-                    steps.append(int(p["step"]))
-                    values.append(float(p["mean_return"]))
-            if curves:
-                plots.band(ax, curves, colors[s], SETTINGS[s][2], on="shared")
+            if (task, s) in curves:
+                plots.band(ax, curves[task, s], colors[s], SETTINGS[s][2], on="shared")
         ax.set_title(task)
         ax.set_xlabel("env steps")
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(tasks):]:
         ax.axis("off")
-    legend = {}  # every setting drawn on any panel, once
-    for ax in axes.flat:
-        for handle, label in zip(*ax.get_legend_handles_labels()):
-            legend.setdefault(label, handle)
-    handles, labels = list(legend.values()), list(legend)
-    (list(axes.flat)[len(tasks)] if len(tasks) % columns else axes.flat[0]).legend(handles, labels, loc="center")
+    # every setting drawn on any panel, once, in the order first drawn
+    legend = {label: handle for ax in axes.flat for handle, label in zip(*ax.get_legend_handles_labels())}
+    (list(axes.flat)[len(tasks)] if len(tasks) % columns else axes.flat[0]).legend(
+        list(legend.values()), list(legend), loc="center")
     figure.suptitle(f"ppo_pendulum_continuous.py on MuJoCo: mean return per {args.bin_steps // 1000}k steps, "
                     "mean over seeds and min-max band")
     figure.tight_layout()

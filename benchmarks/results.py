@@ -29,7 +29,7 @@ import sys
 from dataclasses import dataclass
 
 from benchmarks.core.launch import ROOT
-from benchmarks.core.records import curves_path, load_points, markdown_table, read_rows
+from benchmarks.core.records import PLAY_LINE, curves_path, load_points, markdown_table, read_rows
 from benchmarks.core.stats import active_seconds, mean_std
 from common.diff_matrix import between_markers
 from common.lessons import LESSONS
@@ -110,7 +110,6 @@ ROWS = [
 ]
 
 EPISODE = re.compile(r"^episode (\d+)/(\d+): return (-?[\d.]+)", re.MULTILINE)
-SUMMARY = re.compile(r"^mean return over (\d+) episodes: (-?[\d.]+) \+/- ([\d.]+)", re.MULTILINE)
 FLAGS = re.compile(r"flag reached in (\d+)/(\d+)")
 
 
@@ -127,7 +126,7 @@ def play_log(name: str) -> dict:
     text = (AGENTS / f"{name}.play.txt").read_text()
     command = text.splitlines()[0].removeprefix("$ ")
     returns = [float(match[3]) for match in EPISODE.finditer(text)]
-    summary, flags = SUMMARY.search(text), FLAGS.search(text)
+    summary, flags = PLAY_LINE.search(text), FLAGS.search(text)
     if summary is None or int(summary[1]) != len(returns):
         raise ValueError(f"agents/{name}.play.txt: no summary line for its {len(returns)} episodes")
     return {"command": command, "returns": returns, "summary": f"{summary[2]} +/- {summary[3]}",

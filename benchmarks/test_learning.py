@@ -9,11 +9,10 @@ figures over several seeds are benchmark.py's (benchmarks/README.md). The CI sui
 script log on stand-in envs (tests/fingerprint.py); whether the defaults still learn is checked only here.
 """
 
-import re
-
 import numpy as np
 
 from benchmarks.core import launch
+from benchmarks.core.records import PLAY_LINE
 from benchmarks.core.runs import logged_folders, read_scalars
 from benchmarks.core.stats import rolling_first_crossing, rolling_mean
 
@@ -54,6 +53,5 @@ def test_lunarlander_greedy_policy_scores_250_after_1m_steps(tmp_path):
                                     ["--play", str(run_dir / "checkpoint.pt"), "--episodes", "100"])
     result = launch.run(command, tmp_path, timeout=900)
     assert result.returncode == 0, result.stderr
-    match = re.search(r"mean return over 100 episodes: (-?[\d.]+)", result.stdout)
-    assert match, result.stdout
-    assert float(match.group(1)) >= 250, result.stdout
+    match = PLAY_LINE.search(result.stdout)
+    assert match and match[1] == "100" and float(match[2]) >= 250, result.stdout

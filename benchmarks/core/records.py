@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 from pathlib import Path
+
+# The line a lesson's `--play` ends with (common/evaluation.py): its episodes, and their mean return and std.
+PLAY_LINE = re.compile(r"^mean return over (\d+) episodes: (-?[\d.]+) \+/- ([\d.]+)", re.MULTILINE)
 
 
 def write_csv(path: Path, rows: list[dict], fields: list[str] | None = None, floats: str | None = None) -> None:
