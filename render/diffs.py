@@ -228,20 +228,14 @@ def _groups(a: Lesson, b: Lesson, codes) -> tuple[dict[int, int], dict[int, int]
             x = parent[x]
         return x
 
-    def union(x, y):
-        parent[find(x)] = find(y)
-
     block = {side: {n: k for k, c in enumerate(copies) for n in range(c.first, c.last + 1)}
              for side, copies in sides.items()}
     paired = [(n, m) for tag, i1, i2, j1, j2 in codes if tag == "equal"  # the non-blank lines difflib pairs
               for n, m in zip(range(i1 + 1, i2 + 1), range(j1 + 1, j2 + 1)) if a.lines[n - 1].strip()]
-    for n, m in paired:
-        if n in block["a"] and m in block["b"]:
-            union(("a", block["a"][n]), ("b", block["b"][m]))
-    for k, c in enumerate(a.copies):
-        for m, d in enumerate(b.copies):
-            if c.target == d.target:
-                union(("a", k), ("b", m))
+    links = [(block["a"][n], block["b"][m]) for n, m in paired if n in block["a"] and m in block["b"]]
+    links += [(k, m) for k, c in enumerate(a.copies) for m, d in enumerate(b.copies) if c.target == d.target]
+    for k, m in links:  # union
+        parent[find(("a", k))] = find(("b", m))
     number = {root: g for g, root in enumerate(sorted({find(x) for x in parent}))}
     groups: dict[int, tuple[list, list]] = {g: ([], []) for g in number.values()}
     for side, k in sorted(parent, key=lambda x: sides[x[0]][x[1]].first):
@@ -323,20 +317,12 @@ def _row_keys(rows: list[Row], text_a, text_b, key_a, key_b) -> None:
     def blank(row):
         return all(not t[n - 1].strip() for t, n in ((text_a, row.a), (text_b, row.b)) if n is not None)
 
-    k = 0
-    while k < len(rows):
-        if rows[k].key is None and blank(rows[k]):
-            end = k
-            while end < len(rows) and rows[end].key is None and blank(rows[end]):
-                end += 1
-            before = rows[k - 1].key if k > 0 else None
-            after = rows[end].key if end < len(rows) else None
-            join = before if before is not None else after
-            for row in rows[k:end]:
-                row.key = join
-            k = end
-        else:
-            k += 1
+    loose = [row.key is None and blank(row) for row in rows]  # blank rows outside copied blocks
+    for k, row in enumerate(rows):
+        if loose[k]:  # the keys of the rows on either side of its run of loose rows
+            before = next((rows[i].key for i in range(k - 1, -1, -1) if not loose[i]), None)
+            after = next((rows[i].key for i in range(k + 1, len(rows)) if not loose[i]), None)
+            row.key = before if before is not None else after
 
 
 def _code_equal(a_lines, b_lines, code_a, code_b) -> bool:
@@ -373,28 +359,17 @@ def diff_lessons(a: Lesson, b: Lesson) -> PairDiff:
 def _fold(stream: list, groups) -> list:
     """The copied pieces gathered into folds: consecutive pieces of the same group, with the unchanged runs
     between them."""
-    out, k, number = [], 0, 0
-    while k < len(stream):
-        item = stream[k]
+    out, number = [], 0
+    for item in stream:
         if not (isinstance(item, Piece) and item.copied):
             out.append(item)
-            k += 1
-            continue
-        items, end = [item], k + 1
-        while end < len(stream):
-            if isinstance(stream[end], Same) and end + 1 < len(stream) and isinstance(stream[end + 1], Piece) \
-                    and stream[end + 1].key == item.key:
-                items += stream[end:end + 2]
-                end += 2
-            elif isinstance(stream[end], Piece) and stream[end].key == item.key:
-                items.append(stream[end])
-                end += 1
-            else:
-                break
-        number += 1
-        blocks_a, blocks_b = groups[item.key]
-        out.append(Fold(item.key, items, blocks_a, blocks_b, number))
-        k = end
+        elif out and isinstance(out[-1], Fold) and out[-1].key == item.key:
+            out[-1].items.append(item)
+        elif len(out) > 1 and isinstance(out[-1], Same) and isinstance(out[-2], Fold) and out[-2].key == item.key:
+            out[-2].items += [out.pop(), item]
+        else:
+            number += 1
+            out.append(Fold(item.key, [item], *groups[item.key], number))
     return out
 
 
@@ -454,7 +429,7 @@ def highlight_lines(lines: list[str]) -> list[list[tuple[str, str]]]:
 
 def line_html(fragments: list[tuple[str, str]], marks: list[tuple[int, int]], tag: str) -> str:
     """A line's HTML: its highlighted fragments, the characters in `marks` wrapped in <tag> (del or ins)."""
-    cuts = sorted({0} | {p for span in marks for p in span})
+    cuts = sorted({p for span in marks for p in span})
     out, pos = [], 0
     for cls, text in fragments:
         end = pos + len(text)
@@ -465,7 +440,7 @@ def line_html(fragments: list[tuple[str, str]], marks: list[tuple[int, int]], ta
                 marked = any(s <= start < e for s, e in marks)
                 inner.append(f"<{tag}>{chunk}</{tag}>" if marked else chunk)
             start = cut
-        body = "".join(inner).replace(f"</{tag}><{tag}>", "")
+        body = "".join(inner)
         out.append(f'<span class="{cls}">{body}</span>' if cls else body)
         pos = end
     return "".join(out).replace(f"</{tag}><{tag}>", "")
@@ -514,15 +489,9 @@ def _defs(source: str) -> dict[str, list[tuple[int, int]]]:
 def _tokens(item: str) -> list[str]:
     """The backticked words of an item, as they may appear in code: `cnn()` -> cnn, `--objective kl` ->
     --objective."""
-    out = []
-    for raw in re.findall(r"`([^`]+)`", item):
-        token = raw.strip()
-        if token.startswith("--"):
-            token = token.split()[0]
-        token = re.sub(r"\(\)$", "", token)
-        if token and token not in out:
-            out.append(token)
-    return out
+    tokens = [raw.strip() for raw in re.findall(r"`([^`]+)`", item)]
+    tokens = [re.sub(r"\(\)$", "", token.split()[0] if token.startswith("--") else token) for token in tokens]
+    return list(dict.fromkeys(token for token in tokens if token))
 
 
 def item_target(diff: PairDiff, item: str) -> Piece | None:
@@ -609,12 +578,12 @@ class _Html:
 
     def __init__(self, diff: PairDiff):
         self.diff = diff
-        self.hl = {"a": highlight_lines(diff.a.lines), "b": highlight_lines(diff.b.lines)}
-        self.stem = {"a": diff.a.path.stem, "b": diff.b.path.stem}
+        self.lesson = {"a": diff.a, "b": diff.b}
+        self.hl = {side: highlight_lines(lesson.lines) for side, lesson in self.lesson.items()}
 
     def link(self, side: str, n: int, text: str | None = None, cls: str = "") -> str:
         c = f' class="{cls}"' if cls else ""
-        return f'<a{c} href="../lessons/{self.stem[side]}.html#L{n}">{text if text is not None else n}</a>'
+        return f'<a{c} href="../lessons/{self.lesson[side].path.stem}.html#L{n}">{text if text is not None else n}</a>'
 
     def line(self, side: str, n: int, cls: str, marks=()) -> str:
         prose = " rp" if cls in ("rd", "ri") and self.diff.prose(side, n) else ""
@@ -643,7 +612,7 @@ class _Html:
 
     def span(self, side: str, nums: list[int], at: int) -> str:
         """A piece's lines on one side, linked; for a side that has none, the line they would follow."""
-        name = self.diff.a.name if side == "a" else self.diff.b.name
+        name = self.lesson[side].name
         if nums:
             first, last = nums[0], nums[-1]
             label = f"{first}" if first == last else f"{first}-{last}"
@@ -671,8 +640,6 @@ class _Html:
 
     def same(self, same: Same, before: bool, after: bool) -> str:
         """An unchanged run: CONTEXT lines next to each change shown, the rest folded."""
-        if not len(same):
-            return ""
         head, tail = CONTEXT * before, CONTEXT * after
         if len(same) <= head + tail + 2:
             return f'<div class="same">{self.same_rows(same.i1, same.i2, same.j1, same.j2)}</div>'
@@ -770,13 +737,10 @@ def build_diff_pages(out: Path, root: Path) -> list[Path]:
     """Write out/diffs/<a stem>--<b stem>.html for every neighbour pair; return the paths written."""
     readme = (root / "README.md").read_text(encoding="utf-8") if (root / "README.md").is_file() else ""
     pairs = readme_pairs(readme)
-    lessons: dict[str, Lesson] = {}
+    lessons = {name: read_lesson(root / name) for pair in NEIGHBOURS for name in pair}
     written = []
     (out / "diffs").mkdir(parents=True, exist_ok=True)
     for a, b in NEIGHBOURS:
-        for name in (a, b):
-            if name not in lessons:
-                lessons[name] = read_lesson(root / name)
         path = out / "diffs" / page_name(a, b)
         path.write_text(render_pair(diff_lessons(lessons[a], lessons[b]), pairs.get((a, b))), encoding="utf-8")
         written.append(path)
