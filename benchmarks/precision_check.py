@@ -30,7 +30,6 @@ from __future__ import annotations
 import dataclasses
 import statistics
 import sys
-from typing import Optional
 
 import torch
 import tyro
@@ -40,13 +39,13 @@ import ppo_breakout_atari as breakout
 
 @dataclasses.dataclass
 class Options:
-    checkpoint: Optional[str] = None
+    checkpoint: str | None = None
     """a checkpoint or policy file of ppo_breakout_atari.py; none: a freshly initialized agent"""
     rollouts: int = 4
     """rollouts measured, one after another, after one that warms the games up (not measured)"""
     seed: int = 1
     """seeds the envs and torch (the minibatches, the sampled actions)"""
-    num_steps: Optional[int] = None
+    num_steps: int | None = None
     """T, steps per env in a rollout; none: the checkpoint's (the minibatches shrink with it, their number stays)"""
 
 
@@ -125,19 +124,15 @@ def measure(options: Options) -> tuple[list[dict], list[float]]:
             continue  # the warm-up: the games under way, not all at their first frames
         advantages = breakout.compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.final_values,
                                           last_value, args.gamma, args.gae_lambda)
-        b_obs, b_actions, b_advantages, b_returns = (
-            torch.as_tensor(x).flatten(0, 1)
-            for x in (rollout.obs, rollout.actions, advantages, advantages + rollout.values))
-        gaps = forward_gap(agent, b_obs)
-        whole, whole16 = (flat(loss_gradients(agent, bf16, b_obs, b_actions, b_advantages, b_returns, args))
-                          for bf16 in (False, True))
+        batch = [torch.as_tensor(x).flatten(0, 1)  # obs, actions, advantages, returns
+                 for x in (rollout.obs, rollout.actions, advantages, advantages + rollout.values)]
+        gaps = forward_gap(agent, batch[0])
+        whole, whole16 = (flat(loss_gradients(agent, bf16, *batch, args)) for bf16 in (False, True))
         gaps["cos_bf16_whole"] = cosine(whole16, whole)
         gaps["rel_gap_whole"] = float((whole16 - whole).norm() / whole.norm())
         differences.append(whole16 - whole)
         for mb in torch.randperm(args.batch_size).split(args.minibatch_size):
-            batch = (b_obs[mb], b_actions[mb], b_advantages[mb], b_returns[mb])
-            g32 = loss_gradients(agent, False, *batch, args)
-            g16 = loss_gradients(agent, True, *batch, args)
+            g32, g16 = (loss_gradients(agent, bf16, *(x[mb] for x in batch), args) for bf16 in (False, True))
             flat32, flat16 = flat(g32), flat(g16)
             layers = [(cosine(a.flatten(), b.flatten()), name)
                       for (name, _), a, b in zip(agent.named_parameters(), g16, g32) if b.norm() > 0]
@@ -151,31 +146,30 @@ def measure(options: Options) -> tuple[list[dict], list[float]]:
     return rows, pairs
 
 
-def report(rows: list[dict], pairs: list[float]) -> str:
-    def spread(key: str, spec: str = ".4f") -> str:
-        values = [row[key] for row in rows]
-        return f"{statistics.median(values):{spec}} ({min(values):{spec}} - {max(values):{spec}})"
+def spread(values: list[float], spec: str) -> str:
+    """median (min - max)"""
+    return f"{statistics.median(values):{spec}} ({min(values):{spec}} - {max(values):{spec}})"
 
+
+def report(rows: list[dict], pairs: list[float]) -> str:
     per_rollout = {row["rollout"]: row for row in rows}.values()  # the forward gaps: one per rollout
     worst = min(row["worst_layer"] for row in rows)
+    column = {key: spread([row[key] for row in rows], ".4f") for key in ("cos_bf16", "cos_sampling", "rel_gap")}
     lines = [
         f"{len(rows)} minibatches of {len(per_rollout)} rollouts; median (min - max) over them",
         "| measure | bf16 against fp32 | a minibatch against its rollout (fp32) |",
         "|---|---|---|",
-        f"| gradient cosine | {spread('cos_bf16')} | {spread('cos_sampling')} |",
-        f"| gradient difference / fp32 gradient | {spread('rel_gap')} | - |",
+        f"| gradient cosine | {column['cos_bf16']} | {column['cos_sampling']} |",
+        f"| gradient difference / fp32 gradient | {column['rel_gap']} | - |",
         f"| lowest cosine of one parameter tensor | {worst[0]:.4f} ({worst[1]}) | - |",
     ]
     for key, label in (("cos_bf16_whole", "gradient cosine, whole rollout"),
                        ("rel_gap_whole", "gradient difference / fp32 gradient, whole rollout"),
                        ("value_gap", "mean |V_bf16 - V_fp32|"), ("value_size", "mean |V_fp32|"),
                        ("kl", "KL(pi_fp32 || pi_bf16)"), ("argmax_differs", "most probable action differs")):
-        values = [row[key] for row in per_rollout]
-        lines.append(f"| {label} (per rollout) | {statistics.median(values):.4g} ({min(values):.4g} - "
-                     f"{max(values):.4g}) | - |")
+        lines.append(f"| {label} (per rollout) | {spread([row[key] for row in per_rollout], '.4g')} | - |")
     if pairs:
-        lines.append(f"| cosine between two rollouts' bf16 differences (per pair) | {statistics.median(pairs):.4g} "
-                     f"({min(pairs):.4g} - {max(pairs):.4g}) | - |")
+        lines.append(f"| cosine between two rollouts' bf16 differences (per pair) | {spread(pairs, '.4g')} | - |")
     return "\n".join(lines)
 
 
