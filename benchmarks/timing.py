@@ -94,19 +94,15 @@ def report(timers: Timers, total: float, first_rollout: float) -> str:
     """The table: seconds per update and share of the training loop, for each part."""
     updates = max(timers.calls["rollout"], 1)
     loop = total - first_rollout  # from the first rollout's start to the end of main()
-    acting = timers.seconds["acting"]
+    s = timers.seconds
     parts = [
-        ("rollout", timers.seconds["rollout"]),
-        ("  env steps (envs.step)", timers.seconds["env steps"]),
-        ("  acting (forward passes, no grad)", acting),
-        ("  rest (buffers, bootstrap values, episode stats)",
-         timers.seconds["rollout"] - timers.seconds["env steps"] - acting),
-        ("GAE", timers.seconds["GAE"]),
+        ("rollout", s["rollout"]), ("  env steps (envs.step)", s["env steps"]),
+        ("  acting (forward passes, no grad)", s["acting"]),
+        ("  rest (buffers, bootstrap values, episode stats)", s["rollout"] - s["env steps"] - s["acting"]),
+        ("GAE", s["GAE"]),
         ("update (minibatch passes, optimizer, logging)",
-         loop - timers.seconds["rollout"] - timers.seconds["GAE"] - timers.seconds["evaluation"]
-         - timers.seconds["checkpoints"]),
-        ("evaluation", timers.seconds["evaluation"]),
-        ("checkpoints", timers.seconds["checkpoints"]),
+         loop - s["rollout"] - s["GAE"] - s["evaluation"] - s["checkpoints"]),
+        ("evaluation", s["evaluation"]), ("checkpoints", s["checkpoints"]),
     ]
     lines = [f"{updates} updates; start-up (imports excluded, until the first rollout) {first_rollout:.2f} s; "
              f"training loop {loop:.2f} s", "",
@@ -124,9 +120,7 @@ def main(argv: list[str]) -> int:
     if script not in SCRIPTS:
         print(f"timing.py: {argv[0]} is not one of the library's scripts ({', '.join(SCRIPTS)})", file=sys.stderr)
         return 2
-    # (imported by name, as `python <script>` has it: an async vector env's workers import it to unpickle their
-    # env function)
-    module = launch.import_lesson(script)
+    module = launch.import_lesson(script)  # (by name, as `python <script>` has it: launch.import_lesson says why)
     timers = Timers()
     instrument(module, timers)
     start = time.perf_counter()
@@ -137,8 +131,7 @@ def main(argv: list[str]) -> int:
     if timers.first_rollout is None:
         print("timing.py: the script ran no rollout (--play, or nothing to train?)", file=sys.stderr)
         return 1
-    print()
-    print(report(timers, total, timers.first_rollout - start))
+    print("\n" + report(timers, total, timers.first_rollout - start))
     print("Command: " + " ".join(["python", "-m", "benchmarks.timing", *argv]))
     return 0
 
