@@ -52,9 +52,7 @@ COMMIT = "cd35bde610f4045bf2e0731c8f4c88d22df8fc85"  # DLR-RM/rl-trained-agents,
 FOLDER = "ppo/BreakoutNoFrameskip-v4_1"
 N_ENVS = 8  # config.yml's n_envs
 FRAME_SKIP = 4
-# Reset frames a game, no agent steps: no-ops (1-30, 15.5 on average) + FireReset's 2 steps x 4 frames after
-# each of the 5 resets + EpisodicLife's NOOP step (4 frames) after each of the 4 lost lives.
-RESET_FRAMES = 15.5 + 5 * 2 * FRAME_SKIP + 4 * FRAME_SKIP
+RESET_FRAMES = 15.5 + 5 * 2 * FRAME_SKIP + 4 * FRAME_SKIP  # frames a game in no agent step (the docstring's list)
 # SB3 collects whole rollouts of 8 x 128 steps until n_timesteps (1e7) is reached: 9,766 of them.
 SB3_AGENT_STEPS = 9_766 * N_ENVS * 128
 WINDOW = 100
@@ -190,18 +188,14 @@ def table(games: list[Game], runs: dict[tuple[str, int], Run], marks: list[float
     scores = [game.score for game in games]
     sb3_c = mean_last(agent_frames(games, N_ENVS), scores, marks, window)
     sb3_a = mean_last(emulator_frames(games), scores, marks, window)
-    labels = sorted({label for label, _ in runs})
     columns, cells = [], []
-    for label in labels:
+    for label in sorted({label for label, _ in runs}):
         seeds = sorted(seed for lab, seed in runs if lab == label)
-        per_seed = []
-        for seed in seeds:
-            run = runs[(label, seed)]
-            values = [value if reached(run.end_frames, mark) else None
-                      for mark, (value, _) in zip(marks, mean_last(run.frames, run.scores, marks, window))]
-            columns.append(f"{label} seed {seed}")
-            cells.append(values)
-            per_seed.append(values)
+        per_seed = [[value if reached(run.end_frames, mark) else None
+                     for mark, (value, _) in zip(marks, mean_last(run.frames, run.scores, marks, window))]
+                    for run in (runs[(label, seed)] for seed in seeds)]
+        columns += [f"{label} seed {seed}" for seed in seeds]
+        cells += per_seed
         if len(seeds) > 1:
             columns.append(f"{label} mean")
             cells.append([sum(v) / len(v) if None not in v else None for v in zip(*per_seed)])
@@ -214,15 +208,14 @@ def curves(games: list[Game], runs: dict[tuple[str, int], Run], window: int = WI
            ) -> dict[str, tuple[list[float], list[float]]]:
     """The curves --plot draws, every `step` frames: SB3's on our axis ("SB3") to its last game, and each of our
     runs ("<label> seed <seed>") to as far as it went; a point wherever at least one game has ended."""
+    sb3 = agent_frames(games, N_ENVS)
     out = {}
-    for name, frames, scores, end in [("SB3", agent_frames(games, N_ENVS), [game.score for game in games], None),
-                                      *((f"{label} seed {seed}", run.frames, run.scores, run.end_frames)
-                                        for (label, seed), run in sorted(runs.items()))]:
-        if not frames:
+    for name, run in [("SB3", Run(sb3, [game.score for game in games], max(sb3, default=0.0))),
+                      *((f"{label} seed {seed}", run) for (label, seed), run in sorted(runs.items()))]:
+        if not run.frames:
             continue
-        last = max(frames) if end is None else end
-        grid = [float(x) for x in range(step, int(last) + 1, step)]
-        points = [(x, value) for x, (value, _) in zip(grid, mean_last(frames, scores, grid, window))
+        grid = [float(x) for x in range(step, int(run.end_frames) + 1, step)]
+        points = [(x, value) for x, (value, _) in zip(grid, mean_last(run.frames, run.scores, grid, window))
                   if value is not None]
         out[name] = ([x for x, _ in points], [value for _, value in points])
     return out
@@ -311,8 +304,7 @@ def main(argv=None) -> int:
     except (ValueError, KeyError, OSError, subprocess.CalledProcessError) as e:
         print(f"sb3_reference.py: {e}", file=sys.stderr)
         return 2
-    print(report(games, source))
-    print()
+    print(report(games, source) + "\n")
     print(f"Mean score of the last {args.window} whole games at X frames:")
     print(table(games, runs, args.marks, args.window))
     rows = write_curve(games, args.out, args.window)
