@@ -35,7 +35,7 @@ import shlex
 import statistics
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import tyro
@@ -84,31 +84,16 @@ class Args(Curves):
     """arguments passed on to the script, after a `--`, e.g. `-- --total-timesteps 100000`"""
 
 
-@dataclass
-class Measures:
-    """What one run achieved; times in seconds from `start_time` (see summarize)."""
-
-    steps_to_threshold: int | None
-    seconds_to_threshold: float | None
-    final_return: float | None
-    episodes: int
-    total_steps: int
-    wall_seconds: float
-    sps: float
-    logged_sps: float | None
-    # seconds from the script's first TensorBoard event (its SummaryWriter opening, i.e. the start of training)
-    # to the crossing: the training clock, without interpreter start-up and imports (~3 s of `import torch` here)
-    train_seconds_to_threshold: float | None = None
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Analysis: what a run folder's scalars say
 # ---------------------------------------------------------------------------------------------------------------
 def summarize(scalars: dict[str, list], tag: str, window: int, threshold: float | None, start_time: float,
-              end_time: float, train_start: float | None = None) -> Measures:
-    """Measures of one run from its scalars; `start_time` and `end_time` are the wall times the run's clock
-    starts and stops at (process launch and exit, or first and last event when reading old logs), and
-    `train_start` the wall time of the run's first event (start of training), when known."""
+              end_time: float, train_start: float | None = None) -> dict:
+    """What one run achieved, from its scalars: its row's measures, times in seconds from `start_time`.
+    `start_time` and `end_time` are the wall times the run's clock starts and stops at (process launch and exit,
+    or first and last event when reading old logs); train_seconds_to_threshold counts from `train_start`, the wall
+    time of the run's first event (its SummaryWriter opening, the start of training), when known: the training
+    clock, without interpreter start-up and imports (~3 s of `import torch` here)."""
     episodes = scalars.get(tag, [])
     returns = [event.value for event in episodes]
     crossing = None if threshold is None else rolling_first_crossing(
@@ -117,18 +102,18 @@ def summarize(scalars: dict[str, list], tag: str, window: int, threshold: float 
     total_steps = max(event.step for events in scalars.values() for event in events)
     wall_seconds = end_time - start_time
     logged_sps = [event.value for event in scalars.get(SPS_TAG, [])]
-    return Measures(
-        steps_to_threshold=crossing[0] if crossing else None,
-        seconds_to_threshold=crossing[1] - start_time if crossing else None,
-        final_return=statistics.fmean(last_returns) if last_returns else None,
-        episodes=len(returns),
-        total_steps=total_steps,
-        wall_seconds=wall_seconds,
+    return {
+        "steps_to_threshold": crossing[0] if crossing else None,
+        "seconds_to_threshold": crossing[1] - start_time if crossing else None,
+        "final_return": statistics.fmean(last_returns) if last_returns else None,
+        "episodes": len(returns),
+        "total_steps": total_steps,
+        "wall_seconds": wall_seconds,
         # overall throughput, start-up included; charts/SPS is the training loop's own figure
-        sps=total_steps / wall_seconds if wall_seconds > 0 else 0.0,
-        logged_sps=statistics.fmean(logged_sps) if logged_sps else None,
-        train_seconds_to_threshold=crossing[1] - train_start if crossing and train_start is not None else None,
-    )
+        "sps": total_steps / wall_seconds if wall_seconds > 0 else 0.0,
+        "logged_sps": statistics.fmean(logged_sps) if logged_sps else None,
+        "train_seconds_to_threshold": crossing[1] - train_start if crossing and train_start is not None else None,
+    }
 
 
 def analyse(args: Args, run_dir: Path, start_time: float | None = None, end_time: float | None = None
@@ -149,7 +134,7 @@ def analyse(args: Args, run_dir: Path, start_time: float | None = None, end_time
         end_time = max(event.wall_time for events in scalars.values() for event in events)
     measures = summarize(scalars, args.tag, args.window, args.threshold, start_time, end_time, first_event_time)
     names = {"script": Path(args.script).name, "label": args.label, "env_id": env_id, "seed": seed}
-    row = {**names, "threshold": args.threshold, "window": args.window, **asdict(measures), "timed_from": timed_from,
+    row = {**names, "threshold": args.threshold, "window": args.window, **measures, "timed_from": timed_from,
            # the play_* fields: filled in by play_policy when --play-episodes is given
            "play_episodes": None, "play_return": None, "play_return_std": None, "run_dir": str(run_dir)}
     points = [{**names, "kind": kind, "tag": tag, "env_steps": event.step,

@@ -226,18 +226,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"results: {error}", file=sys.stderr)
         return 2
     stale = [path.name if path == README else "benchmarks/README.md" for path in parts if new[path] != texts[path]]
-    if args.check:
-        if stale:
-            print(f"results: the results table in {', '.join(map(str, stale))} is not the record's: run python -m "
-                  "benchmarks.results --write", file=sys.stderr)
-            return 1
-        return 0
+    if args.check and stale:
+        print(f"results: the results table in {', '.join(map(str, stale))} is not the record's: run python -m "
+              "benchmarks.results --write", file=sys.stderr)
+        return 1
     if args.write:
         for path in parts:
             path.write_text(new[path])
         print(f"README.md and benchmarks/README.md: the results tables ({', '.join(map(str, stale)) or 'unchanged'})")
-        return 0
-    print(parts[README])
+    elif not args.check:
+        print(parts[README])
     return 0
 
 

@@ -74,13 +74,13 @@ def test_summarize_without_threshold_and_short_run():
         "charts/SPS": [ScalarEvent(1004.0, 64, 30.0), ScalarEvent(1008.0, 128, 50.0)],
     }
     measures = benchmark.summarize(scalars, "charts/episodic_return", 20, None, start_time=1000.0, end_time=1016.0)
-    assert measures.steps_to_threshold is None and measures.seconds_to_threshold is None
-    assert measures.final_return == 3.0  # fewer than 20 episodes: the mean of all of them
-    assert measures.episodes == 2
-    assert measures.total_steps == 128  # the last step of any tag, not only of the returns
-    assert measures.wall_seconds == 16.0
-    assert measures.sps == 8.0
-    assert measures.logged_sps == 40.0
+    assert measures["steps_to_threshold"] is None and measures["seconds_to_threshold"] is None
+    assert measures["final_return"] == 3.0  # fewer than 20 episodes: the mean of all of them
+    assert measures["episodes"] == 2
+    assert measures["total_steps"] == 128  # the last step of any tag, not only of the returns
+    assert measures["wall_seconds"] == 16.0
+    assert measures["sps"] == 8.0
+    assert measures["logged_sps"] == 40.0
 
 
 def test_summarize_training_clock():
@@ -88,15 +88,15 @@ def test_summarize_training_clock():
     returns = [ScalarEvent(1006.0, 10, 2.0), ScalarEvent(1008.0, 20, 3.0), ScalarEvent(1010.0, 30, 4.0)]
     measures = benchmark.summarize({"charts/episodic_return": returns}, "charts/episodic_return", 2, 3.0,
                                    start_time=1000.0, end_time=1012.0, train_start=1004.0)
-    assert measures.steps_to_threshold == 30
-    assert measures.seconds_to_threshold == 10.0 and measures.train_seconds_to_threshold == 6.0
+    assert measures["steps_to_threshold"] == 30
+    assert measures["seconds_to_threshold"] == 10.0 and measures["train_seconds_to_threshold"] == 6.0
 
 
 def test_summarize_without_episodes():
     scalars = {"charts/SPS": [ScalarEvent(1004.0, 64, 30.0)]}
     measures = benchmark.summarize(scalars, "charts/episodic_return", 20, 1.0, start_time=1000.0, end_time=1002.0)
-    assert measures.episodes == 0 and measures.final_return is None and measures.steps_to_threshold is None
-    assert measures.sps == 32.0
+    assert measures["episodes"] == 0 and measures["final_return"] is None and measures["steps_to_threshold"] is None
+    assert measures["sps"] == 32.0
 
 
 def test_parse_run_name(tmp_path):

@@ -53,17 +53,12 @@ def curve_at(points: list[dict], tag: str, window: int, step: int) -> dict[str, 
     """{seed: (rolling mean, wall seconds)} of each seed's curve at env step `step`: the mean of the last `window`
     training values of `tag` at the last episode that finished at or before it, and that episode's wall seconds;
     seeds (keyed as strings) with no episode finished by then are left out. `points` as in a curves CSV."""
-    curves: dict[str, list[dict]] = {}
+    done: dict[str, list[dict]] = {}
     for point in points:
-        if point["kind"] == "training" and point["tag"] == tag:
-            curves.setdefault(str(point["seed"]), []).append(point)
-    found = {}
-    for seed, episodes in curves.items():
-        done = [episode for episode in episodes if episode["env_steps"] <= step]
-        if done:
-            last = [episode["value"] for episode in done[-window:]]
-            found[seed] = (statistics.fmean(last), done[-1]["wall_seconds"])
-    return found
+        if point["kind"] == "training" and point["tag"] == tag and point["env_steps"] <= step:
+            done.setdefault(str(point["seed"]), []).append(point)
+    return {seed: (statistics.fmean(episode["value"] for episode in episodes[-window:]), episodes[-1]["wall_seconds"])
+            for seed, episodes in done.items()}
 
 
 def diagnostic_spreads(scalars: dict[str, list], tags: tuple[str, ...]) -> list[dict]:
