@@ -15,14 +15,14 @@ import tyro
 import ppo_breakout_atari as breakout
 
 
-def per_step_ms(envs, steps: int, actions: int) -> float:
+def per_step_ms(envs, steps: int) -> float:
     rng = np.random.default_rng(0)
     envs.reset(seed=1)
     for _ in range(10):  # warm up
-        envs.step(rng.integers(0, actions, envs.num_envs))
+        envs.step(rng.integers(0, envs.single_action_space.n, envs.num_envs))
     start = time.perf_counter()
     for _ in range(steps):
-        envs.step(rng.integers(0, actions, envs.num_envs))
+        envs.step(rng.integers(0, envs.single_action_space.n, envs.num_envs))
     return (time.perf_counter() - start) / steps * 1e3
 
 
@@ -32,13 +32,13 @@ def main(steps: int = 500) -> None:
 
     args = breakout.Args(vectorization_mode="sync")
     ours = breakout.make_envs(args)
-    ms = per_step_ms(ours, steps, 4)
+    ms = per_step_ms(ours, steps)
     print(f"ours (Python wrappers, SyncVectorEnv of {args.num_envs}): {ms:.2f} ms per vector step")
     ours.close()
     for threads in (1, 2):
         native = AtariVectorEnv("breakout", args.num_envs, num_threads=threads, episodic_life=True,
                                 autoreset_mode="SameStep")
-        print(f"AtariVectorEnv, {threads} thread(s): {per_step_ms(native, steps, 4):.2f} ms per vector step")
+        print(f"AtariVectorEnv, {threads} thread(s): {per_step_ms(native, steps):.2f} ms per vector step")
         native.close()
 
 

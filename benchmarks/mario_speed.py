@@ -25,33 +25,39 @@ import tyro
 import ppo_mario_cnn as mario
 
 
+def ms_per_call(call, calls: int, warm_up: int = 0) -> float:
+    """Wall milliseconds per call of `call()`, over `calls` calls after `warm_up` untimed ones."""
+    for _ in range(warm_up):
+        call()
+    start = time.perf_counter()
+    for _ in range(calls):
+        call()
+    return (time.perf_counter() - start) / calls * 1e3
+
+
 def emulator_ms(frames: int) -> float:
     env = mario.JoypadSpace(mario.gym_super_mario_bros.SuperMarioBrosEnv(lost_levels=False, target=(1, 1)),
                             mario.SIMPLE_MOVEMENT)
     rng = np.random.default_rng(0)
     env.reset()
-    start = time.perf_counter()
-    for _ in range(frames):
+
+    def step():
         result = env.step(int(rng.integers(len(mario.SIMPLE_MOVEMENT))))
         if result[2] or (len(result) == 5 and result[3]):  # (the old API returns 4 values, gymnasium's 5)
             env.reset()
-    seconds = time.perf_counter() - start
+
+    ms = ms_per_call(step, frames)
     env.close()
-    return seconds / frames * 1e3
+    return ms
 
 
 def vector_ms_per_frame(num_envs: int, frames: int) -> float:
     envs = mario.make_envs(mario.Args(num_envs=num_envs, vectorization_mode="async"))
     rng = np.random.default_rng(0)
     envs.reset(seed=1)
-    steps = max(1, frames // (4 * num_envs))
-    envs.step(rng.integers(0, 7, num_envs))  # warm up
-    start = time.perf_counter()
-    for _ in range(steps):
-        envs.step(rng.integers(0, 7, num_envs))
-    seconds = time.perf_counter() - start
+    ms = ms_per_call(lambda: envs.step(rng.integers(0, 7, num_envs)), max(1, frames // (4 * num_envs)), warm_up=1)
     envs.close()
-    return seconds / (steps * num_envs * 4) * 1e3
+    return ms / (num_envs * 4)  # a vector step is 4 frames of each env
 
 
 def step_ms(bf16: bool, minibatch_size: int, steps: int) -> tuple[float, float]:
@@ -71,15 +77,7 @@ def step_ms(bf16: bool, minibatch_size: int, steps: int) -> tuple[float, float]:
     def value_step():
         mario.step_network(vf, (agent.get_value(frames) ** 2).mean(), agent.critic_parameters(), args)
 
-    timed = []
-    for step in (policy_step, value_step):
-        for _ in range(3):  # warm up
-            step()
-        start = time.perf_counter()
-        for _ in range(steps):
-            step()
-        timed.append((time.perf_counter() - start) / steps * 1e3)
-    return timed[0], timed[1]
+    return ms_per_call(policy_step, steps, warm_up=3), ms_per_call(value_step, steps, warm_up=3)
 
 
 def main(frames: int = 2000, steps: int = 20, minibatch_size: int = 256) -> None:
