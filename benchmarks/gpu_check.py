@@ -162,7 +162,7 @@ def same_losses(a: dict, b: dict) -> bool:
     return all(a.get(tag) == b.get(tag) for tag in LOSSES) and any(a.get(tag) for tag in LOSSES)
 
 
-# The training runs' arguments: (full, --quick)
+# The training runs' arguments, (full: a few updates each, --quick: tiny, to check the checks on the CPU)
 ARGS = {
     "breakout": ("--total-timesteps 8192",  # 8 updates of 8 envs x 128 steps
                  "--total-timesteps 256 --num-envs 2 --num-steps 64 --minibatch-size 64 --update-epochs 1 "
@@ -228,7 +228,6 @@ def main() -> int:
                    f"({n} envs x {t} steps, minibatches of {m})")
 
     # --- training runs ---------------------------------------------------------------------------------------
-    # (full: a few updates each; --quick: tiny, to check the checks on the CPU)
     args = {key: value[options.quick].split() for key, value in ARGS.items()}
     common = ["--cuda" if cuda else "--no-cuda", "--seed", "1", "--checkpoint-every", "0"]
 

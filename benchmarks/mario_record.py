@@ -30,6 +30,7 @@ Usage:
 
 from __future__ import annotations
 
+import collections
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -111,12 +112,8 @@ def block_rows(episodes: list[Episode], block: int) -> list[dict]:
 def deaths(episodes: list[Episode], bin_width: int, last: int = 0) -> list[tuple[int, int]]:
     """(bin start, episodes that ended without the flag with their x in [start, start + bin_width)), for every bin
     from 0 to the furthest death, over the last `last` episodes (0: all)."""
-    counted = episodes[-last:] if last else episodes
-    bins: dict[int, int] = {}
-    for episode in counted:
-        if not episode.flag:
-            bins[episode.x_pos // bin_width] = bins.get(episode.x_pos // bin_width, 0) + 1
-    return [(i * bin_width, bins.get(i, 0)) for i in range(max(bins) + 1)] if bins else []
+    bins = collections.Counter(e.x_pos // bin_width for e in (episodes[-last:] if last else episodes) if not e.flag)
+    return [(i * bin_width, bins[i]) for i in range(max(bins) + 1)] if bins else []
 
 
 def report(args: Args, episodes: list[Episode], evaluations: list[Evaluation], resumes: list[dict] = ()) -> str:
