@@ -38,8 +38,6 @@ def resolve(name: str, root: Path = ROOT) -> Path:
     path = Path(name)
     if path.is_file():
         return path
-    if path.name in SCRIPTS and (root / path.name).is_file():
-        return root / path.name
     short = path.name.removesuffix(".py").removeprefix("ppo_")
     found = [s for s in SCRIPTS if s == f"ppo_{short}.py"] or [s for s in SCRIPTS if s[4:].startswith(short)]
     if short and len(found) == 1 and (root / found[0]).is_file():
@@ -47,16 +45,6 @@ def resolve(name: str, root: Path = ROOT) -> Path:
     if len(found) > 1:
         raise BadInput(f"{name!r} could be any of {', '.join(found)}: name one")
     raise BadInput(f"no script {name!r}: name one of {', '.join(SCRIPTS)} (or cartpole, lunarlander, ...)")
-
-
-def _header(piece: Piece) -> str:
-    a, b = piece.a_lines, piece.b_lines
-    h = piece.hunk
-    minus = f"-{a[0]},{len(a)}" if a else f"-{piece.before('a')},0"
-    plus = f"+{b[0]},{len(b)}" if b else f"+{piece.before('b')},0"
-    part = f" part {piece.part}/{len(h.pieces)}" if len(h.pieces) > 1 else ""
-    kind = "prose-only" if piece.prose_only else "code"
-    return f"@@ {minus} {plus} @@ #{h.number}{part} {kind}"
 
 
 class _Printer:
@@ -68,9 +56,7 @@ class _Printer:
         return f"{code}{text}{RESET}" if self.color and code else text
 
     def shown(self, item) -> bool:
-        if isinstance(item, Same):
-            return False
-        return not (self.hide_prose and item.prose_only)
+        return not isinstance(item, Same) and not (self.hide_prose and item.prose_only)
 
     def line(self, mark: str, a: int | None, b: int | None, text: str, marks=(), prose=False) -> None:
         if self.color and marks:
@@ -86,8 +72,12 @@ class _Printer:
         self.out.append(self.paint(code, row))
 
     def piece(self, piece: Piece) -> None:
-        d = self.diff
-        self.out.append(self.paint(CYAN, _header(piece)))
+        d, a, b, h = self.diff, piece.a_lines, piece.b_lines, piece.hunk
+        minus = f"-{a[0]},{len(a)}" if a else f"-{piece.before('a')},0"
+        plus = f"+{b[0]},{len(b)}" if b else f"+{piece.before('b')},0"
+        part = f" part {piece.part}/{len(h.pieces)}" if len(h.pieces) > 1 else ""
+        kind = "prose-only" if piece.prose_only else "code"
+        self.out.append(self.paint(CYAN, f"@@ {minus} {plus} @@ #{h.number}{part} {kind}"))
         marks_a, marks_b = {}, {}
         for row in piece.rows:
             if row.similar:

@@ -49,12 +49,6 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def _kind(lesson: Lesson, n: int, headings: set[int]) -> str:
-    if n in headings:
-        return "heading"
-    return "prose" if n in lesson.prose else "code"
-
-
 def rows(lesson: Lesson, first: int, last: int) -> list[Row]:
     """Lines first..last as rows: a prose block and the code that follows it (until the next prose block)."""
     headings = {n + d for n, _ in lesson.sections for d in (-1, 0, 1)}  # (the fence and the copies' markers are
@@ -63,14 +57,11 @@ def rows(lesson: Lesson, first: int, last: int) -> list[Row]:
     out: list[Row] = []
     n = first
     while n <= last:
-        kind = _kind(lesson, n, headings)
-        if kind == "heading":
-            group = [n]
-            while n + 1 <= last and _kind(lesson, n + 1, headings) == kind:
-                n += 1
-                group.append(n)
-            out.append(Row(note=group, kind=kind))
-        elif kind == "prose":
+        if n in headings:  # a banner: its lines in one heading row
+            if not out or out[-1].kind != "heading":
+                out.append(Row(kind="heading"))
+            out[-1].note.append(n)
+        elif n in lesson.prose:
             end = docstring_ends.get(n, n)
             if not out or out[-1].kind != "row" or out[-1].code:
                 out.append(Row())
@@ -124,11 +115,8 @@ def _docstring_parts(text: str) -> list[tuple[str, list[str]]]:
 def _docstring_html(text: str, after: dict[str, str]) -> str:
     """The docstring rendered, with `after`'s HTML (by part title: "What you should see") placed right after the
     part of that title (rendered in pieces split there: the parts begin at block boundaries)."""
-    parts = _docstring_parts(text)
-    if not any(title in after for title, _ in parts):
-        return render_markdown("\n".join(line for _, lines in parts for line in lines))
     html, piece = [], []
-    for title, lines in parts:
+    for title, lines in _docstring_parts(text):
         piece += lines
         if title in after:
             html += [render_markdown("\n".join(piece)), after[title]]
@@ -176,8 +164,6 @@ def _anchors(lines: list[int]) -> str:
 def note_html(lesson: Lesson, lines: list[int], after: dict[str, str] | None = None) -> str:
     """The rendered prose of `lines` (one docstring, or a run of comments and docstrings), every line's anchor
     at its start. `after`: HTML to place after a docstring's part, by the part's title (_docstring_html)."""
-    if not lines:
-        return ""
     after = after or {}
     parts, i = [], 0
     while i < len(lines):
@@ -201,26 +187,6 @@ def note_html(lesson: Lesson, lines: list[int], after: dict[str, str] | None = N
 # ---------------------------------------------------------------------------------------------------------
 # Code and equations
 # ---------------------------------------------------------------------------------------------------------
-def highlighted_lines(lesson: Lesson) -> list[str]:
-    """Pygments' HTML of each line (spans closed at each line's end), index n - 1 for line n."""
-    html = highlight("\n".join(lesson.lines) + "\n", PythonLexer(), HtmlFormatter(nowrap=True))
-    return html.split("\n")
-
-
-def code_html(lines: list[int], highlighted: list[str]) -> str:
-    if not lines:
-        return ""
-    # Each line a block of its own (no newline between them, which would add an empty line box).
-    body = "".join(f'<span class="line" id="L{n}"><a class="ln" href="#L{n}">{n}</a>{highlighted[n - 1]}</span>'
-                   for n in lines)
-    return f'<pre class="code hl">{body}</pre>'
-
-
-def equation_html(key: str, typeset: dict[str, str]) -> str:
-    return (f'<figure class="eq" data-eq="{esc(key)}">{typeset[key]}'
-            f"<figcaption>{esc(EQUATIONS[key].label)}</figcaption></figure>")
-
-
 def row_html(lesson: Lesson, row: Row, highlighted: list[str], typeset: dict[str, str],
              after: dict[str, str] | None = None) -> str:
     if row.kind == "heading":  # a section banner: its title as a heading, its three lines as anchors
@@ -229,13 +195,17 @@ def row_html(lesson: Lesson, row: Row, highlighted: list[str], typeset: dict[str
                 f"{_anchors(row.note)}<h2>{esc(title)}</h2></section>")
     notes = note_html(lesson, row.note, after)
     text = "\n".join(lesson.lines[n - 1] for n in row.note + row.code)  # notes, trailing comments, help texts
-    equations = "".join(equation_html(key, typeset) for key in cited(text))
+    equations = "".join(f'<figure class="eq" data-eq="{esc(key)}">{typeset[key]}'
+                        f"<figcaption>{esc(EQUATIONS[key].label)}</figcaption></figure>" for key in cited(text))
     lines = row.note + row.code
     span = f"{lines[0]}-{lines[-1]}" if lines else ""
     if not row.code:
         return f'<section class="row wide" data-lines="{span}"><div class="note">{notes}{equations}</div></section>'
+    # Each line a block of its own (no newline between them, which would add an empty line box).
+    code = "".join(f'<span class="line" id="L{n}"><a class="ln" href="#L{n}">{n}</a>{highlighted[n - 1]}</span>'
+                   for n in row.code)
     return (f'<section class="row" data-lines="{span}"><div class="note">{notes}{equations}</div>'
-            f'<div class="src">{code_html(row.code, highlighted)}</div></section>')
+            f'<div class="src"><pre class="code hl">{code}</pre></div></section>')
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -307,7 +277,8 @@ def lesson_page(lesson: Lesson, typeset: dict[str, str], neighbours: list[tuple[
                 figures: tuple[Figure, ...] = ()) -> str:
     """The whole page. `neighbours`: (href, title) of the diff pages this lesson is in; `figures`: its learning
     curves (common.lessons), shown right after the module docstring's "What you should see"."""
-    highlighted = highlighted_lines(lesson)
+    # Pygments' HTML of each line (spans closed at each line's end), index n - 1 for line n
+    highlighted = highlight("\n".join(lesson.lines) + "\n", PythonLexer(), HtmlFormatter(nowrap=True)).split("\n")
     total = len(lesson.lines)
     end_of_lesson = lesson.fence[0] - 1 if lesson.fence else total
     curves = "".join(curve_html(figure, lesson.path.parent) for figure in figures)

@@ -62,14 +62,8 @@ def read_lesson(path: Path) -> Lesson:
              if token.type == tokenize.COMMENT and not token.line[: token.start[1]].strip()}  # comment lines
     for first, last in docstrings.values():
         prose.update(range(first, last + 1))
-    fence = None
-    for n in range(1, len(lines) + 1):
-        if FENCE.match(lines[n - 1]):
-            last = n + 1
-            while last <= len(lines) and not FENCE.match(lines[last - 1]):
-                last += 1
-            fence = (n, last)
-            break
+    fences = [n for n, line in enumerate(lines, start=1) if FENCE.match(line)] + [len(lines) + 1]
+    fence = (fences[0], fences[1]) if len(fences) > 1 else None  # (an unclosed fence runs to the end)
     sections = []
     for n in range(2, len(lines)):
         if BANNER.match(lines[n - 2]) and BANNER.match(lines[n]) and lines[n - 1].startswith("# "):
