@@ -94,12 +94,9 @@ class _Printer:
         self.out.append(self.paint(YELLOW, f"~ {fold.summary}  [{hunks}; {', '.join(where)}]"))
 
     def same(self, same: Same, head: int, tail: int) -> None:
-        d = self.diff
-        n = len(same)
-        if head + tail >= n:
-            head, tail = n, 0
-        for k in list(range(head)) + list(range(n - tail, n)):
-            self.line(" ", same.i1 + k + 1, same.j1 + k + 1, d.text_a[same.i1 + k])
+        for k in range(len(same)):
+            if k < head or k >= len(same) - tail:
+                self.line(" ", same.i1 + k + 1, same.j1 + k + 1, self.diff.text_a[same.i1 + k])
 
     def run(self) -> str:
         d = self.diff
@@ -116,7 +113,9 @@ class _Printer:
                 self.fold(item)
             else:
                 self.piece(item)
-        summary = d.counts_line()
+        c = d.counts()
+        summary = (f"hunks: {len(d.hunks)} (code {c['code']}, prose-only {c['prose']}, copied {c['copied']}); "
+                   f"copied blocks folded: {c['folds']}")
         if self.hide_prose:
             hidden = {p.hunk.number for item in items if not isinstance(item, Same) and item.prose_only
                       for p in (item.pieces if isinstance(item, Fold) else [item])}

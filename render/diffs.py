@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import ast
 import difflib
-import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,10 +73,6 @@ class Piece:
     a_lines = property(lambda self: self.lines("a"))
     b_lines = property(lambda self: self.lines("b"))
 
-    @property
-    def copied(self) -> bool:
-        return self.key is not None
-
     def before(self, side: str) -> int:
         """The last line of that side ahead of this piece (0 at the file's start): where a piece with no lines
         on that side sits."""
@@ -101,7 +96,7 @@ class Hunk:
     @property
     def kind(self) -> str:
         """'copied' (every piece folded in a copied block), 'prose' (prose-only) or 'code'."""
-        if all(p.copied for p in self.pieces):
+        if all(p.key is not None for p in self.pieces):
             return "copied"
         return "prose" if self.prose_only else "code"
 
@@ -128,10 +123,6 @@ class Fold:
     blocks_a: list[CopiedBlock]
     blocks_b: list[CopiedBlock]
     number: int = 0
-
-    @property
-    def anchor(self) -> str:
-        return f"c{self.number}"
 
     @property
     def pieces(self) -> list[Piece]:
@@ -204,11 +195,6 @@ class PairDiff:
         return {"code": kinds.count("code"), "prose": kinds.count("prose"), "copied": kinds.count("copied"),
                 "folds": len(self.folds)}
 
-    def counts_line(self) -> str:
-        c = self.counts()
-        return (f"hunks: {len(self.hunks)} (code {c['code']}, prose-only {c['prose']}, copied {c['copied']}); "
-                f"copied blocks folded: {c['folds']}")
-
 
 def opcodes(a_lines: list[str], b_lines: list[str]) -> list[tuple[str, int, int, int, int]]:
     """difflib's opcodes over the two files' lines, trailing whitespace stripped (as common.diff_matrix)."""
@@ -264,17 +250,14 @@ def _align(a_nums: list[int], b_nums: list[int], text_a, text_b, key_a, key_b) -
     sim = [[0.0] * m for _ in range(n)]
     for i, x in enumerate(a_nums):
         for j, y in enumerate(b_nums):
-            if key_a.get(x) != key_b.get(y):  # a folded block's line pairs only inside its group
-                continue
-            if text_a[x - 1].strip() or text_b[y - 1].strip():  # two blank lines do not make a pair
+            # a folded block's line pairs only inside its group, and two blank lines do not make a pair
+            if key_a.get(x) == key_b.get(y) and (text_a[x - 1].strip() or text_b[y - 1].strip()):
                 sim[i][j] = _ratio(text_a[x - 1], text_b[y - 1])
     best = [[0.0] * (m + 1) for _ in range(n + 1)]
     for i in range(n - 1, -1, -1):
         for j in range(m - 1, -1, -1):
-            options = [best[i + 1][j], best[i][j + 1]]
-            if sim[i][j] >= SIMILAR:
-                options.append(best[i + 1][j + 1] + sim[i][j])
-            best[i][j] = max(options)
+            paired = best[i + 1][j + 1] + sim[i][j] if sim[i][j] >= SIMILAR else 0.0
+            best[i][j] = max(best[i + 1][j], best[i][j + 1], paired)
     pairs, i, j = [], 0, 0
     while i < n and j < m:
         if sim[i][j] >= SIMILAR and best[i][j] == best[i + 1][j + 1] + sim[i][j]:
@@ -361,7 +344,7 @@ def _fold(stream: list, groups) -> list:
     between them."""
     out, number = [], 0
     for item in stream:
-        if not (isinstance(item, Piece) and item.copied):
+        if not (isinstance(item, Piece) and item.key is not None):
             out.append(item)
         elif out and isinstance(out[-1], Fold) and out[-1].key == item.key:
             out[-1].items.append(item)
@@ -397,10 +380,8 @@ def char_changes(x: str, y: str) -> tuple[list[tuple[int, int]], list[tuple[int,
     return spans_a, spans_b
 
 
-@functools.lru_cache(maxsize=None)
-def _styled_classes() -> frozenset[str]:
-    """Pygments' short classes that its default style colours (only those get a span: smaller pages)."""
-    return frozenset(re.findall(r"^\.hl \.(\w+) \{", pygments_css(), re.M)) - {"hll", "w"}
+# Pygments' short classes that its default style colours (only those get a span: smaller pages)
+_STYLED = frozenset(re.findall(r"^\.hl \.(\w+) \{", pygments_css(), re.M)) - {"hll", "w"}
 
 
 def highlight_lines(lines: list[str]) -> list[list[tuple[str, str]]]:
@@ -414,7 +395,7 @@ def highlight_lines(lines: list[str]) -> list[list[tuple[str, str]]]:
         while ttype not in STANDARD_TYPES:
             ttype = ttype.parent
         cls = STANDARD_TYPES[ttype]
-        cls = cls if cls in _styled_classes() else ""
+        cls = cls if cls in _STYLED else ""
         for k, part in enumerate(value.split("\n")):
             if k:
                 out.append([])
@@ -624,7 +605,7 @@ class _Html:
 
     def piece(self, piece: Piece) -> str:
         h = piece.hunk
-        kind = "copied" if piece.copied else ("prose" if piece.prose_only else "code")
+        kind = "copied" if piece.key is not None else ("prose" if piece.prose_only else "code")
         label = {"copied": "in a copied block", "prose": "prose only", "code": "code"}[kind]
         if kind == "code" and any(self.diff.prose(side, n) for side in "ab" for n in piece.lines(side)):
             label = "code (prose lines marked)"
@@ -661,7 +642,7 @@ class _Html:
         body = self.items(fold.items)
         classes = "copied" + (" prose-only" if fold.prose_only else "")
         hunks = sorted({p.hunk.number for p in fold.pieces})
-        return (f'<details class="{classes}" id="{fold.anchor}"><summary>{esc(fold.summary)}'
+        return (f'<details class="{classes}" id="c{fold.number}"><summary>{esc(fold.summary)}'
                 f' <span class="hs">(hunk{"s" * (len(hunks) > 1)} {", ".join(f"#{h}" for h in hunks)})</span>'
                 f'</summary><p class="blocks">{"; ".join(where)}</p>{body}</details>')
 

@@ -23,19 +23,14 @@ _LINK = re.compile(r"(!?\[[^\]]*\])\(([^)\s]+)\)")
 _COMMENT_LINE = re.compile(r"^<!--.*-->[ \t]*\n", re.M)  # a marker line, <!-- table1:begin -->: GitHub hides it
 
 
-def github_slug(text: str) -> str:
-    """The anchor GitHub gives a heading: lower case, punctuation dropped but for - and _, spaces to -."""
-    text = re.sub(r"<[^>]+>", "", text).strip().lower()
-    return re.sub(r"\s", "-", re.sub(r"[^\w\- ]", "", text))
-
-
 def heading_ids(html: str) -> str:
-    """Give each h1-h6 of rendered Markdown its GitHub anchor (a repeated heading gets -1, -2, ... as there)."""
+    """Give each h1-h6 of rendered Markdown its GitHub anchor: lower case, punctuation dropped but for - and _,
+    spaces to - (a repeated heading gets -1, -2, ... as there)."""
     seen: dict[str, int] = {}
 
     def named(match: re.Match) -> str:
         level, inner = match.group(1), match.group(2)
-        base = github_slug(inner)
+        base = re.sub(r"\s", "-", re.sub(r"[^\w\- ]", "", re.sub(r"<[^>]+>", "", inner).strip().lower()))
         count = seen.get(base, 0)
         seen[base] = count + 1
         anchor = base if count == 0 else f"{base}-{count}"
