@@ -202,7 +202,7 @@ def main(args: Args) -> int:
     if args.csv:
         write_csvs(args.csv, episodes, evaluations, resumes)
     if args.plot:
-        plot(args, episodes, evaluations, f"ppo_mario_cnn.py: {(args.run or args.from_csv).name}")
+        plot(args, episodes, evaluations, f"ppo_mario_cnn.py: {(args.csv or args.from_csv or args.run).name}")
     return 0
 
 
