@@ -485,17 +485,11 @@ def item_target(diff: PairDiff, item: str) -> Piece | None:
     5. the word is in a changed line;
     and, for an item whose words match nothing, a number of the item that is an Args field's changed default."""
     tokens = _tokens(item)
-    defs_b, defs_a = _defs("\n".join(diff.b.lines)), _defs("\n".join(diff.a.lines))
+    defs = {"a": _defs("\n".join(diff.a.lines)), "b": _defs("\n".join(diff.b.lines))}
     pieces = diff.pieces
 
-    def lines(piece):
-        return [(side, n) for side in "ab" for n in piece.lines(side)]
-
-    def text(side, n):
-        return diff.text(side)[n - 1]
-
-    def code(side, n):
-        return diff.code(side).get(n, "")
+    def lines(piece):  # (side, line, its text, its code) of each of the piece's lines
+        return [(s, n, diff.text(s)[n - 1], diff.code(s).get(n, "")) for s in "ab" for n in piece.lines(s)]
 
     def word(token):
         left = r"\b" if re.match(r"\w", token) else ""
@@ -504,28 +498,21 @@ def item_target(diff: PairDiff, item: str) -> Piece | None:
 
     def defines(token, piece):
         pattern = re.compile(r"^\s*(async\s+)?(def|class)\s+" + re.escape(token) + r"\b")
-        return any(pattern.match(text(s, n)) for s, n in lines(piece))
+        return any(pattern.match(text) for _, _, text, _ in lines(piece))
 
     def inside(token, piece):
-        if piece.prose_only:
-            return False
-        for side, defs in (("b", defs_b), ("a", defs_a)):
-            for first_line, last in defs.get(token, []):
-                if any(s == side and first_line <= n <= last and code(s, n) for s, n in lines(piece)):
-                    return True
-        return False
+        return not piece.prose_only and any(first <= n <= last and code for s, n, _, code in lines(piece)
+                                            for first, last in defs[s].get(token, []))
 
     def flag(token, piece):
-        if not token.startswith("--"):
-            return False
-        pattern = re.compile(r"^\s*" + re.escape(token[2:].replace("-", "_")) + r"\s*:")
-        return any(pattern.match(code(s, n)) for s, n in lines(piece))
+        pattern = r"^\s*" + re.escape(token[2:].replace("-", "_")) + r"\s*:"
+        return token.startswith("--") and any(re.match(pattern, code) for _, _, _, code in lines(piece))
 
     def in_code(token, piece):
-        return not piece.prose_only and any(word(token).search(code(s, n)) for s, n in lines(piece))
+        return not piece.prose_only and any(word(token).search(code) for _, _, _, code in lines(piece))
 
     def anywhere(token, piece):
-        return any(word(token).search(text(s, n)) for s, n in lines(piece))
+        return any(word(token).search(text) for _, _, text, _ in lines(piece))
 
     for test in (defines, inside, flag, in_code, anywhere):  # the first piece a test finds, words in turn
         found = next((piece for token in tokens for piece in pieces if test(token, piece)), None)
@@ -534,7 +521,7 @@ def item_target(diff: PairDiff, item: str) -> Piece | None:
     for number in re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?:e-?\d+)?(?![\w.])", item):
         pattern = re.compile(r"^\s*\w+\s*:[^=]*=\s*" + re.escape(number) + r"\b")
         for piece in pieces:
-            if any(s == "b" and pattern.match(code(s, n)) for s, n in lines(piece)):
+            if any(s == "b" and pattern.match(code) for s, _, _, code in lines(piece)):
                 return piece
     return None
 
@@ -647,15 +634,9 @@ class _Html:
                 f'</summary><p class="blocks">{"; ".join(where)}</p>{body}</details>')
 
     def items(self, items: list) -> str:
-        out = []
-        for k, item in enumerate(items):
-            if isinstance(item, Same):
-                out.append(self.same(item, before=k > 0, after=k + 1 < len(items)))
-            elif isinstance(item, Piece):
-                out.append(self.piece(item))
-            else:
-                out.append(self.fold(item))
-        return "".join(out)
+        return "".join(self.same(item, before=k > 0, after=k + 1 < len(items)) if isinstance(item, Same)
+                       else self.piece(item) if isinstance(item, Piece) else self.fold(item)
+                       for k, item in enumerate(items))
 
 
 def _markdown(text: str) -> str:

@@ -53,36 +53,26 @@ class Links:
         file = (base / unquote(path)).resolve()
         relative = file.relative_to(self.root).as_posix()
         hash_part = f"#{fragment}" if fragment else ""
-        if relative in SCRIPTS:
-            return f"lessons/{relative[:-3]}.html{hash_part}"
-        if relative == "benchmarks/README.md":
-            return f"benchmarks.html{hash_part}"
-        if relative == "README.md":
-            return f"index.html{hash_part}"
+        pages = {"README.md": "index.html", "benchmarks/README.md": "benchmarks.html"}
+        if relative in SCRIPTS or relative in pages:
+            return pages.get(relative, f"lessons/{relative[:-3]}.html") + hash_part
         copy = self.out / "raw" / relative
+        if file.is_dir():  # a listing page, its files copied beside it
+            files = [f for f in sorted(file.iterdir()) if f.is_file()]
+            copy.mkdir(parents=True, exist_ok=True)
+            for f in files:
+                shutil.copyfile(f, copy / f.name)
+            items = "".join(f'<li><a href="{esc(f.name)}">{esc(f.name)}</a></li>' for f in files)
+            listing = page(relative, f"<h1>{esc(relative)}/</h1><ul>{items}</ul>", depth=relative.count("/") + 2)
+            (copy / "index.html").write_text(listing)
+            return f"raw/{relative}/index.html"
         copy.parent.mkdir(parents=True, exist_ok=True)
-        if file.is_dir():
-            return f"raw/{relative}/" if (copy / "index.html").exists() else self._folder(file, relative)
         shutil.copyfile(file, copy)
         return f"raw/{relative}{hash_part}"
 
-    def _folder(self, folder: Path, relative: str) -> str:
-        """A listing page for a linked folder, its files copied beside it."""
-        items = []
-        for file in sorted(folder.iterdir()):
-            if file.is_file():
-                (self.out / "raw" / relative).mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(file, self.out / "raw" / relative / file.name)
-                items.append(f'<li><a href="{esc(file.name)}">{esc(file.name)}</a></li>')
-        depth = relative.count("/") + 2
-        listing = page(relative, f"<h1>{esc(relative)}/</h1><ul>{''.join(items)}</ul>", depth=depth)
-        (self.out / "raw" / relative / "index.html").write_text(listing)
-        return f"raw/{relative}/index.html"
-
     def markdown(self, text: str, base: Path) -> str:
         """`text` (Markdown from a file in `base`) with its links rewritten."""
-        return _LINK.sub(lambda m: f"{m.group(1)}({self.href(m.group(2), base)})"
-                         if not m.group(2).startswith("#") else m.group(0), text)
+        return _LINK.sub(lambda m: f"{m.group(1)}({self.href(m.group(2), base)})", text)
 
 
 def render_table_markdown(text: str) -> str:
@@ -95,7 +85,7 @@ def index_page(root: Path, out: Path, diff_pages: list[tuple[str, str, str]]) ->
     """`diff_pages`: (from script, to script, href) of every neighbour pair's page."""
     links = Links(root, out)
     path = []
-    for number, script in enumerate(SCRIPTS, start=1):
+    for script in SCRIPTS:
         one_line, usage = one_line_and_usage(read_lesson(root / script))
         diffs = " ".join(f'<a href="{esc(href)}">diff against {esc(a)}</a>' for a, b, href in diff_pages if b == script)
         path.append(f'<li><a href="lessons/{script[:-3]}.html"><code>{script}</code></a>: '
