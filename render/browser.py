@@ -62,10 +62,9 @@ def load(driver, url: str, timeout: float = 30.0) -> None:
         raise AssertionError(f"{url} was still loading after {timeout:g} s") from None
 
 
-def screenshot(url: str, out: Path, width: int, height: int, scroll_to: str | None = None,
-               scale: float = 0.7) -> None:
-    """A PNG of the page's window at that size (scrolled to the element of id `scroll_to`), scaled down by
-    `scale` and reduced to a palette so that it stays small."""
+def screenshot(url: str, out: Path, width: int, height: int, scroll_to: str | None = None) -> None:
+    """A PNG of the page's window at that size (scrolled to the element of id `scroll_to`), scaled down to 70%
+    and reduced to a palette so that it stays small."""
     from PIL import Image
 
     with chromium(width, height) as driver:
@@ -74,7 +73,7 @@ def screenshot(url: str, out: Path, width: int, height: int, scroll_to: str | No
             driver.execute_script(f"document.getElementById({scroll_to!r}).scrollIntoView()")
         driver.save_screenshot(str(out))
     image = Image.open(out).convert("RGB")
-    image = image.resize((round(image.width * scale), round(image.height * scale)), Image.LANCZOS)
+    image = image.resize((round(image.width * 0.7), round(image.height * 0.7)), Image.LANCZOS)
     image.quantize(colors=128, method=Image.Quantize.MEDIANCUT).save(out, optimize=True)
 
 
@@ -100,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         screenshot((site / "lessons" / "ppo_cartpole.html").as_uri(), out / "lesson-page.png", 1280, 820,
                    scroll_to=f"L{update - 4}")
         screenshot((site / "diffs" / "ppo_cartpole--ppo_lunarlander_vec.html").as_uri(), out / "diff-page.png",
-                   1280, 820, scroll_to=None)
+                   1280, 820)
     for name in ("lesson-page.png", "diff-page.png"):
         print(f"{out / name}: {(out / name).stat().st_size // 1024} KB")
     return 0

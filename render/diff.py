@@ -66,10 +66,8 @@ class _Printer:
                 pos = end
             text = "".join(pieces) + text[pos:]
         row = f"{mark} {a if a is not None else '':>5} {b if b is not None else '':>5}  {text}".rstrip()
-        code = {"-": RED, "+": GREEN}.get(mark, DIM if mark == " " else "")
-        if prose and mark != " ":
-            code = DIM + code
-        self.out.append(self.paint(code, row))
+        code = {"-": RED, "+": GREEN, " ": DIM}[mark]
+        self.out.append(self.paint(DIM + code if prose else code, row))  # (prose: removed or added lines only)
 
     def piece(self, piece: Piece) -> None:
         d, a, b, h = self.diff, piece.a_lines, piece.b_lines, piece.hunk
@@ -151,10 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.context < 0:
         parser.error("--context must be 0 or more")
     try:
-        if args.neighbours:
-            pairs = [(args.root / a, args.root / b) for a, b in NEIGHBOURS]
-        else:
-            pairs = [(resolve(args.scripts[0], args.root), resolve(args.scripts[1], args.root))]
+        pairs = ([(args.root / a, args.root / b) for a, b in NEIGHBOURS] if args.neighbours
+                 else [(resolve(args.scripts[0], args.root), resolve(args.scripts[1], args.root))])
     except BadInput as error:
         parser.error(str(error))
     color = args.color if args.color is not None else (sys.stdout.isatty() and "NO_COLOR" not in os.environ)

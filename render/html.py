@@ -15,14 +15,12 @@ def esc(text: str) -> str:
 
 
 def page(title: str, body: str, depth: int, katex: bool = False, extra_css: tuple[str, ...] = ()) -> str:
-    """A whole HTML document. `depth` is how many folders below the site's root the page sits (0 or 1): its links
-    to the assets go up that many levels. KaTeX's stylesheet (vendored, with its fonts) only where math is; extra_css:
+    """A whole HTML document. `depth` is how many folders below the site's root the page sits: its links to the
+    assets go up that many levels. KaTeX's stylesheet (vendored, with its fonts) only where math is; extra_css:
     more stylesheets of render/static/ (copied to assets/ by the build)."""
     up = "../" * depth
-    css = [f'<link rel="stylesheet" href="{up}assets/style.css">']
-    if katex:
-        css.append(f'<link rel="stylesheet" href="{up}assets/katex/katex.min.css">')
-    css += [f'<link rel="stylesheet" href="{up}assets/{name}">' for name in extra_css]  # from render/static/
+    sheets = ["style.css"] + (["katex/katex.min.css"] if katex else []) + list(extra_css)
+    css = [f'<link rel="stylesheet" href="{up}assets/{name}">' for name in sheets]
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en">',

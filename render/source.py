@@ -64,12 +64,9 @@ def read_lesson(path: Path) -> Lesson:
         prose.update(range(first, last + 1))
     fences = [n for n, line in enumerate(lines, start=1) if FENCE.match(line)] + [len(lines) + 1]
     fence = (fences[0], fences[1]) if len(fences) > 1 else None  # (an unclosed fence runs to the end)
-    sections = []
-    for n in range(2, len(lines)):
-        if BANNER.match(lines[n - 2]) and BANNER.match(lines[n]) and lines[n - 1].startswith("# "):
-            sections.append((n, lines[n - 1][2:].strip()))
-    if fence:
-        sections.append((fence[0] + 1, "The plumbing"))
+    sections = [(n, lines[n - 1][2:].strip()) for n in range(2, len(lines))
+                if BANNER.match(lines[n - 2]) and BANNER.match(lines[n]) and lines[n - 1].startswith("# ")]
+    sections += [(fence[0] + 1, "The plumbing")] if fence else []
     return Lesson(path, lines, prose, docstrings, copied_blocks(source), fence, sections)
 
 
