@@ -134,8 +134,7 @@ def _no_numbered_list(line: str) -> str:
 def _comment_markdown(texts: list[str]) -> str:
     lines = []
     for text in texts:
-        body = text.strip()[1:]
-        body = body[1:] if body.startswith(" ") else body
+        body = re.sub(r"^# ?", "", text.strip())  # (a comment line: "#" first)
         heading = _INLINE_HEADING.match(body)
         lines.append(f"\n#### {heading.group(1)}\n" if heading else _no_numbered_list(body))
     return "\n".join(lines)
