@@ -451,13 +451,12 @@ def plot_curves(ablation: Ablation, rows: list[dict], curves: list[dict], path: 
     columns = 4
     height = (len(settings) + columns - 1) // columns
     figure, axes = plt.subplots(height, columns, squeeze=False, sharey=True, figsize=(4 * columns, 3 * height))
-    runs_of = lambda s: {seed: ([int(p["step"]) for p in ps], [float(p["mean_return"]) for p in ps])  # noqa: E731
-                         for seed, ps in group(curves, s).items()}
-    default = runs_of(ablation.default)
+    runs = plots.binned_runs(curves, key=lambda p: p["setting"])
+    default = runs.get(ablation.default, {})
     for ax, name in zip(axes.flat, settings):
         if default:
             plots.band(ax, default, "gray", "default", on="shared")
-        plots.band(ax, runs_of(name), "tab:red", name, on="shared")
+        plots.band(ax, runs.get(name, {}), "tab:red", name, on="shared")
         ax.set_title(name, fontsize=10)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(settings):]:
@@ -466,14 +465,6 @@ def plot_curves(ablation: Ablation, rows: list[dict], curves: list[dict], path: 
                     "mean over seeds and min-max band (gray: the default)")
     figure.tight_layout()
     plots.save(figure, path, dpi=70)
-
-
-def group(curves: list[dict], setting: str) -> dict[int, list[dict]]:
-    found: dict[int, list[dict]] = {}
-    for point in curves:
-        if point["setting"] == setting:
-            found.setdefault(int(point["seed"]), []).append(point)
-    return {seed: sorted(points, key=lambda p: int(p["step"])) for seed, points in sorted(found.items())}
 
 
 def plot_effects(found: list[dict], path: Path) -> None:

@@ -332,11 +332,7 @@ def plot(args: argparse.Namespace) -> Path | None:
     figure, axes = plt.subplots((len(tasks) + columns - 1) // columns, columns, squeeze=False,
                                 figsize=(4.2 * columns, 3.4 * ((len(tasks) + columns - 1) // columns)))
     colors = dict(zip(settings, plt.rcParams["axes.prop_cycle"].by_key()["color"] * 3))
-    curves: dict[tuple[str, str], dict[int, tuple[list, list]]] = {}  # (task, setting): {seed: (steps, returns)}
-    for p in points:
-        steps, values = curves.setdefault((p["task"], p["setting"]), {}).setdefault(int(p["seed"]), ([], []))
-        steps.append(int(p["step"]))
-        values.append(float(p["mean_return"]))
+    curves = plots.binned_runs(points, key=lambda p: (p["task"], p["setting"]))
     for ax, task in zip(axes.flat, tasks):
         for s in settings:
             if (task, s) in curves:

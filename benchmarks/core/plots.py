@@ -52,6 +52,17 @@ def pyplot():
     return plt
 
 
+def binned_runs(points: list[dict], key) -> dict:
+    """A curves CSV's points (seed, step, mean_return and more) as band()'s runs, grouped by key(point):
+    {key: {seed: (steps, values)}}, seeds and steps in order."""
+    runs: dict = {}
+    for p in sorted(points, key=lambda p: (int(p["seed"]), int(p["step"]))):
+        steps, values = runs.setdefault(key(p), {}).setdefault(int(p["seed"]), ([], []))
+        steps.append(int(p["step"]))
+        values.append(float(p["mean_return"]))
+    return runs
+
+
 def band(ax, runs: dict, color: str, label: str, on: str = "interpolated") -> None:
     """The mean over runs ({seed: (steps, values)}) and their min-max band. `on` says at which steps:
     "interpolated", 300 points over the steps all of them cover, each run interpolated linearly (runs that log
