@@ -36,10 +36,11 @@ class Curves(Window):
     """TensorBoard scalar of the evaluations during training, drawn in a panel of its own where the run logged it
     (e.g. eval/flag_rate for Mario)"""
     threshold: float | None = None
-    """rolling mean of --tag that counts as solved, e.g. 475 for CartPole-v1, drawn as the training panel's target"""
+    """rolling mean of --tag that counts as solved, e.g. 475 for CartPole-v1: the benchmark's steps and seconds to
+    solve, and the training panel's dashed target (None: neither)"""
     play_threshold: float | None = None
-    """mean greedy return that counts as reaching the target, e.g. 250 for LunarLander, drawn as the evaluation
-    panel's"""
+    """mean return of --play (or of the evaluations) that counts as reaching the target, e.g. 250 for LunarLander:
+    the benchmark's count of seeds whose --play reached it, and the evaluation panel's dashed target"""
 
 
 def pyplot():
