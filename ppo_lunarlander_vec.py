@@ -22,6 +22,11 @@ What you should see
     one-seed sweep (zoo: 4 epochs). The commands behind every figure, and the runs they read:
     benchmarks/README.md, "What a healthy run looks like"; the sweep: its "Why these hyperparameters".
 
+Try this (5 seeds each, benchmarks/README.md "What each detail buys": the shift in the final return, 95% CI)
+    python -m benchmarks.patches --patch shared-trunk ppo_lunarlander_vec.py  # -48.6 [-73.0, -23.9], hurts
+    python ppo_lunarlander_vec.py --update-epochs 10  # -36.1 [-58.2, -11.5], hurts
+    python ppo_lunarlander_vec.py --no-clip-vloss  # -13.9 [-34.0, 9.5], not detected
+
 Differs from ppo_cartpole.py in:
     - `--num-envs` environments in a SyncVectorEnv or AsyncVectorEnv (`--vectorization-mode`), with the
       autoreset mode chosen explicitly (SAME_STEP) so that no reset is ever trained on as a transition

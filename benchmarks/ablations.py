@@ -560,6 +560,7 @@ def map_column(detail: str, group: str, found: list[dict]) -> str:
 # leading score; tests/test_ablations.py holds the docstrings to try_this's lines).
 TRY_THIS = {
     "ppo_cartpole.py": ("cartpole", ["gae-lambda-1", "unclipped-objective", "no-norm-adv"]),
+    "ppo_lunarlander_vec.py": ("lunarlander", ["shared-trunk", "epochs-10", "no-clip-vloss"]),
     "ppo_pendulum_continuous.py": ("hopper", ["none"]),
 }
 
@@ -585,10 +586,12 @@ def try_this(script: str, found: list[dict]) -> list[str]:
 
 
 def write_try_this(path: Path, lines: str) -> None:
-    """Replace the lines under the docstring's "Try this" header (up to the blank line) by `lines`."""
+    """Replace the lines under the docstring's "Try this" header (up to the blank line, none yet under a new
+    header) by `lines`."""
     text = path.read_text()
     start = text.index("\n", text.index("\nTry this (") + 1) + 1
-    path.write_text(text[:start] + lines + text[text.index("\n\n", start):])
+    end = start - 1 if text.startswith("\n", start) else text.index("\n\n", start)
+    path.write_text(text[:start] + lines + text[end:])
 
 
 def read_effects(results_dir: Path = RESULTS) -> list[dict]:

@@ -308,3 +308,16 @@ def test_the_records_resamples_give_rliables_default_interval():
     default = ablations.effect_interval(by_setting["unclipped-objective"], by_setting["default"], reps=50_000)
     width = default[2] - default[1]
     assert ours[0] == default[0] and abs(ours[1] - default[1]) < 0.05 * width and abs(ours[2] - default[2]) < 0.05 * width
+
+
+def test_write_try_this_fills_a_new_header_and_replaces_an_old_block(tmp_path):
+    """Under a header with no lines yet, the lines go in and the next paragraph stays; a second write replaces
+    them (the first LunarLander write once swallowed the "Differs from" paragraph under an empty header)."""
+    script = tmp_path / "lesson.py"
+    script.write_text('"""Doc.\n\nTry this (what the figures are)\n\nDiffers from x in:\n    - y\n"""\n')
+    ablations.write_try_this(script, "    python a.py  # +1")
+    assert script.read_text() == ('"""Doc.\n\nTry this (what the figures are)\n    python a.py  # +1\n\n'
+                                  'Differs from x in:\n    - y\n"""\n')
+    ablations.write_try_this(script, "    python b.py  # -2\n    python c.py  # 0")
+    assert script.read_text() == ('"""Doc.\n\nTry this (what the figures are)\n    python b.py  # -2\n'
+                                  '    python c.py  # 0\n\nDiffers from x in:\n    - y\n"""\n')
