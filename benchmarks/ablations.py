@@ -63,13 +63,17 @@ RECORD = ROOT / "benchmarks" / "README.md"  # its ablation-<study> markers hold 
 
 @dataclass(frozen=True)
 class Setting:
-    """One change against the lesson's defaults: its flags and patches, what it switches, and the row of README's
-    implementation-details map it measures (None: a hyperparameter or variant choice the map has no row for)."""
+    """One change against the lesson's defaults: its flags and patches, what it switches, the row of README's
+    implementation-details map it measures (None: a hyperparameter or variant choice the map has no row for), and
+    `acts`: a scalar the lesson logs that is above 0 in an update where the change acted (None: not checked).
+    A change that never acts runs the same algorithm as the default, its floats' rounding apart: its effect is
+    then a measure of how far two sets of seeds land apart, and the table and the map say so."""
 
     what: str
     flags: tuple[str, ...] = ()
     patches: tuple[str, ...] = ()
     detail: str | None = None
+    acts: str | None = None
 
 
 @dataclass(frozen=True)
@@ -171,7 +175,8 @@ STUDIES = {
         {"clip0.2": Setting("the lesson at Table 1's settings", ("--objective", "clip", "--clip-coef", "0.2")),
          "none": Setting("clipped surrogate off (eq. 6's unclipped objective)", ("--objective", "none"),
                          detail="8. clipped surrogate objective"),
-         "clip-vloss": Setting("value-loss clipping on", ("--clip-vloss",), detail="9. value-loss clipping"),
+         "clip-vloss": Setting("value-loss clipping on", ("--clip-vloss",), detail="9. value-loss clipping",
+                               acts="losses/vf_clipfrac"),
          **common_settings(10),
          "no-norm-obs": Setting("observation normalization off", ("--no-norm-obs",),
                                 detail="6. observation normalization"),
@@ -183,10 +188,10 @@ STUDIES = {
         flags=mujoco_grid.COMMON_FLAGS, exp_prefix="table1", borrowed=ROOT / "benchmarks" / "results" / "mujoco"),
 }
 RUNS_FIELDS = ["task", "setting", "seed", "final_return", "steps_to_solve", "eval_return", "episodes", "steps",
-               "wall_seconds", "processor", "run_dir"]
+               "wall_seconds", "processor", "run_dir", "acted"]
 CURVE_FIELDS = ["task", "setting", "seed", "step", "mean_return"]
 EFFECT_FIELDS = ["study", "task", "setting", "detail", "metric", "runs", "default_runs", "mean", "effect", "low",
-                 "high", "verdict"]
+                 "high", "verdict", "acted"]
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -223,9 +228,10 @@ def parse_args(argv=None) -> argparse.Namespace:
 # ---------------------------------------------------------------------------------------------------------
 # A finished run's row and curve
 # ---------------------------------------------------------------------------------------------------------
-def summarize_run(ablation: Ablation, run_dir: Path) -> tuple[dict, list[dict]]:
-    """A finished run's row (its scores, counts and training seconds) and its learning curve (the mean return of
-    the training episodes that ended in each bin of `bin_steps` steps)."""
+def summarize_run(ablation: Ablation, run_dir: Path, acts: str | None = None) -> tuple[dict, list[dict]]:
+    """A finished run's row (its scores, counts and training seconds; with `acts`, a Setting's, in how many of
+    its logged updates the change acted) and its learning curve (the mean return of the training episodes that
+    ended in each bin of `bin_steps` steps)."""
     scalars, _ = runs.read_scalars(run_dir)
     episodes = scalars.get("charts/episodic_return", [])
     if not episodes:
@@ -241,8 +247,14 @@ def summarize_run(ablation: Ablation, run_dir: Path) -> tuple[dict, list[dict]]:
            "steps_to_solve": solved, "eval_return": evaluations[-1].value if evaluations else None,
            "episodes": len(episodes), "steps": max(event.step for events in scalars.values() for event in events),
            "wall_seconds": round(runs.training_seconds(run_dir), 1), "processor": processor(),
-           "run_dir": grid.relative(run_dir)}
+           "run_dir": grid.relative(run_dir), "acted": acted(scalars, acts) if acts else None}
     return row, stats.binned_means([(event.step, event.value) for event in episodes], ablation.bin_steps)
+
+
+def acted(scalars: dict, tag: str) -> str:
+    """'k/n': in k of the n updates that logged `tag` it was above 0 (the change acted)."""
+    values = [event.value for event in scalars.get(tag, [])]
+    return f"{sum(1 for v in values if v > 0)}/{len(values)}"
 
 
 def processor() -> str:
@@ -277,28 +289,52 @@ def cells_of(ablation: Ablation, settings: list[str] | None, seeds: list[int] | 
 def collect(ablation: Ablation, study: grid.Study, cells: list[grid.Cell], results_dir: Path,
             done: set[grid.Cell]) -> int:
     """Add every finished run of `cells` that is not `done` (recorded: recorded()'s rows) to the study's own
-    CSVs; returns how many were added."""
+    CSVs, and fill a recorded row's `acted` where its setting checks one and its run folder is here; returns how
+    many runs were added."""
     own_rows = read_csv(results_dir / f"{ablation.name}-runs.csv")
     own_curves = read_csv(results_dir / f"{ablation.name}-curves.csv")
-    added = 0
+    added = filled = 0
+    for row in own_rows:  # a recorded row that predates its setting's `acts` check: read it where the run is here
+        acts = getattr(ablation.settings.get(row["setting"]), "acts", None)
+        folder = ROOT / row["run_dir"] if row.get("run_dir") else None
+        if acts and not row.get("acted") and folder is not None and folder.is_dir():
+            row["acted"] = acted(runs.read_scalars(folder)[0], acts)
+            filled += 1
     for cell in cells:
         if cell in done:
             continue
         state, folder = study.state(cell)
         if state != "done":
             continue
-        row, curve = summarize_run(ablation, folder)
+        row, curve = summarize_run(ablation, folder, ablation.settings[cell.setting].acts)
         key = {"task": cell.task, "setting": cell.setting, "seed": cell.seed}
         own_rows.append({**key, **row})
         own_curves.extend({**key, **point} for point in curve)
         added += 1
-    if added:
+    if added or filled:
         order = list(ablation.settings)
         sort = lambda r: (order.index(r["setting"]), int(r["seed"]))  # noqa: E731
         write_csv(results_dir / f"{ablation.name}-runs.csv", sorted(own_rows, key=sort), RUNS_FIELDS)
         write_csv(results_dir / f"{ablation.name}-curves.csv",
                   sorted(own_curves, key=lambda r: (*sort(r), int(r["step"]))), CURVE_FIELDS)
     return added
+
+
+def acted_total(rows: list[dict]) -> str | None:
+    """The runs' 'k/n' summed ('0/1464': never acted in 3 runs of 488 updates), None where a run lacks one."""
+    counts = [r.get("acted") for r in rows]
+    if not counts or any(c in ("", None) for c in counts):
+        return None
+    k, n = (sum(int(c.split("/")[i]) for c in counts) for i in (0, 1))
+    return f"{k}/{n}"
+
+
+def acted_text(setting: Setting, total: str | None) -> str:
+    """What the table and the map say of a setting with an `acts` check: '' where it acted or is not checked."""
+    if not setting.acts or total is None or not total.startswith("0/"):
+        return ""
+    return (f"it never acted ({setting.acts} 0 in all {total.split('/')[1]} updates): the same algorithm as the "
+            f"default, rounding apart, so this interval is two samples of one recipe")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -374,7 +410,8 @@ def effects(ablation: Ablation, rows: list[dict], curves: list[dict]) -> list[di
             found.append({"study": ablation.name, "task": ablation.task, "setting": name, "detail": setting.detail or "",
                           "metric": metric.name, "runs": len(values), "default_runs": len(default),
                           "mean": statistics.fmean(values), "effect": effect, "low": low, "high": high,
-                          "verdict": verdict(low, high, metric.higher_is_better)})
+                          "verdict": verdict(low, high, metric.higher_is_better),
+                          "acted": acted_total([r for r in rows if r["setting"] == name]) if setting.acts else None})
     return found
 
 
@@ -401,6 +438,7 @@ def report(ablation: Ablation, rows: list[dict], curves: list[dict], found: list
     lines = [f"{ablation.script} on {ablation.task}, {ablation.total_timesteps:,} steps a run, one change per "
              f"setting against the default (the first row). " + scores_text(ablation), "",
              head, "|---" * (4 + 3 * len(metrics)) + "|"]
+    notes = []
     for name, setting in ablation.settings.items():
         done = [r for r in rows if r["setting"] == name]
         if not done:
@@ -419,7 +457,10 @@ def report(ablation: Ablation, rows: list[dict], curves: list[dict], found: list
         walls = [float(r["wall_seconds"]) for r in done if r.get("wall_seconds") not in ("", None)]
         minutes = f"{statistics.fmean(walls) / 60:.1f}" if walls else "-"
         lines.append(f"| `{name}` | {setting.what}{how} | {len(done)} | " + " | ".join(cells) + f" | {minutes} |")
+        if acted_text(setting, acted_total(done)):
+            notes.append(f"`{name}`: {acted_text(setting, acted_total(done))}.")
     walls = [float(r["wall_seconds"]) for r in rows if r.get("wall_seconds") not in ("", None)]
+    lines += ["", *notes] if notes else []
     if walls:
         machines = sorted({r.get("processor") or "processor not recorded" for r in rows})
         lines += ["", f"{len(rows)} runs; training time per cell {min(walls) / 60:.1f} to {max(walls) / 60:.1f} min, "
@@ -549,7 +590,9 @@ def map_column(detail: str, group: str, found: list[dict]) -> str:
             else:
                 value = {k: float(e[k]) for k in ("effect", "low", "high")}
                 partial = f" ({e['runs']} of {len(ablation.seeds)} seeds)" if int(e["runs"]) < len(ablation.seeds) else ""
-                parts.append(f"`{name}` {task} {leading.label}: {interval_text(value, leading)} {e['verdict']}{partial}")
+                inert = acted_text(setting, e.get("acted") or None)
+                parts.append(f"`{name}` {task} {leading.label}: {interval_text(value, leading)} {e['verdict']}{partial}"
+                             + (f", but {inert}" if inert else ""))
     parts += [f"`{name}` not run yet on {', '.join(tasks)}" for name, tasks in pending.items()]
     if parts:
         return "; ".join(parts)

@@ -132,6 +132,11 @@ MUTATIONS = [
              "score where higher is better (the sides swapped)",
              [("better = low > 0 if higher_is_better else high < 0", "better = high < 0 if higher_is_better else low > 0")],
              ["tests/test_ablations.py::test_the_verdict_rule"], files="benchmarks/ablations.py"),
+    Mutation("ablation-acted-counts-zeros", "the ablation studies' acts check: an update whose check logged 0 counted "
+             "as one where the change acted (so an inert change would never be named as such)",
+             [("sum(1 for v in values if v > 0)", "sum(1 for v in values if v >= 0)")],
+             ["tests/test_ablations.py::test_acted_counts_the_updates_where_the_logged_check_was_above_0"],
+             files="benchmarks/ablations.py"),
     Mutation("ablation-patch-keeps-bootstrap", "the no-bootstrap patch passes the truncated episodes' V(final obs) on",
              [("original(rewards, values, dones, np.zeros_like(final_values), last_value, gamma, gae_lambda)",
                "original(rewards, values, dones, final_values, last_value, gamma, gae_lambda)")],

@@ -215,6 +215,53 @@ def test_the_maps_column_from_a_made_up_effects_file(tmp_path, monkeypatch):
     assert ablations.map_column("12. debug variables (approx_kl, clipfrac, ...)", "core", found).startswith("logging")
 
 
+def test_a_change_that_never_acted_is_named_as_such_in_the_table_and_the_map(monkeypatch):
+    """Hopper's clip-vloss checks losses/vf_clipfrac: where it was 0 in every update of every run, the change ran
+    the default's algorithm, and the table and the map say that its interval compares two samples of one recipe;
+    where it acted in one update, neither says so."""
+    monkeypatch.setattr(ablations, "REPS", 1000)
+    ablation = ablations.STUDIES["hopper"]
+    rows, curves = made_up(ablation, {"clip0.2": [2500.0, 2600.0, 2700.0], "clip-vloss": [2900.0, 3000.0, 3100.0]})
+    for row in rows:
+        row["acted"] = "0/488" if row["setting"] == "clip-vloss" else ""
+    found = ablations.effects(ablation, rows, curves)
+    assert {e["acted"] for e in found} == {"0/1464"}
+    note = "it never acted (losses/vf_clipfrac 0 in all 1464 updates)"
+    assert f"`clip-vloss`: {note}" in ablations.report(ablation, rows, curves, found)
+    column = ablations.map_column("9. value-loss clipping", "core", found)
+    assert f"`clip-vloss` Hopper final return: +400.0 [" in column and f"helps (3 of 5 seeds), but {note}" in column
+    rows[-1]["acted"] = "1/488"
+    found = ablations.effects(ablation, rows, curves)
+    assert {e["acted"] for e in found} == {"1/1464"}
+    assert "never acted" not in ablations.report(ablation, rows, curves, found) + ablations.map_column(
+        "9. value-loss clipping", "core", found)
+    rows[-1]["acted"] = ""  # a run that predates the check: nothing is claimed
+    assert ablations.acted_total([r for r in rows if r["setting"] == "clip-vloss"]) is None
+
+
+def test_acted_counts_the_updates_where_the_logged_check_was_above_0(tmp_path):
+    """From a run folder's TensorBoard events, as summarize_run and collect read them: collect fills the row of a
+    run recorded before the check existed."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    run = tmp_path / "runs" / "Hopper-v5__table1-clip-vloss__1__1"
+    writer = SummaryWriter(run)
+    for step, fraction in enumerate([0.0, 0.0, 0.25, 0.0]):
+        writer.add_scalar("losses/vf_clipfrac", fraction, step)
+    writer.close()
+    from benchmarks.core import runs
+
+    assert ablations.acted(runs.read_scalars(run)[0], "losses/vf_clipfrac") == "1/4"
+    assert ablations.acted(runs.read_scalars(run)[0], "losses/no-such") == "0/0"
+    ablation = ablations.STUDIES["hopper"]
+    results = tmp_path / "results"
+    row = {"task": "Hopper-v5", "setting": "clip-vloss", "seed": 1, "final_return": 1.0, "run_dir": grid.relative(run)}
+    write_csv(results / "hopper-runs.csv", [row, {**row, "setting": "no-norm-adv"}], ablations.RUNS_FIELDS)
+    write_csv(results / "hopper-curves.csv", [], ablations.CURVE_FIELDS)
+    assert ablations.collect(ablation, ablation.study(tmp_path), [], results, set()) == 0  # no run added
+    assert [r["acted"] for r in read_csv(results / "hopper-runs.csv")] == ["1/4", ""]  # no check on no-norm-adv
+
+
 def test_the_committed_effects_are_the_ones_the_committed_runs_give():
     """effects.csv holds an effect for every setting and score that has runs, and each is the one the committed
     runs and curves CSVs give (recomputed here for four of CartPole's settings on its leading score: an interval
