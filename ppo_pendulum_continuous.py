@@ -27,8 +27,8 @@ What you should see
     every figure, and the runs they read: benchmarks/README.md, "What a healthy run looks like"; the sweep:
     its "Why these hyperparameters".
 
-Try this (Table 1's Hopper-v5, 4 seeds each: the shift in the final return from the clipped objective's, 95% CI)
-    python -m benchmarks.ablations hopper --settings none --seeds 1  # -2060.0 [-2378.2, -1673.4], hurts
+Try this (Table 1's Hopper-v5, 5 seeds each: the shift in the final return from the clipped objective's, 95% CI)
+    python -m benchmarks.ablations hopper --settings none --seeds 1  # -2078.6 [-2330.8, -1759.9], hurts
 
 Differs from ppo_lunarlander_vec.py in:
     - Agent: the actor outputs the mean of a Gaussian and owns a state-independent log-std; actions are
