@@ -457,8 +457,9 @@ def report(ablation: Ablation, rows: list[dict], curves: list[dict], found: list
         walls = [float(r["wall_seconds"]) for r in done if r.get("wall_seconds") not in ("", None)]
         minutes = f"{statistics.fmean(walls) / 60:.1f}" if walls else "-"
         lines.append(f"| `{name}` | {setting.what}{how} | {len(done)} | " + " | ".join(cells) + f" | {minutes} |")
-        if acted_text(setting, acted_total(done)):
-            notes.append(f"`{name}`: {acted_text(setting, acted_total(done))}.")
+        inert = acted_text(setting, acted_total(done))
+        if inert:
+            notes.append(f"`{name}`: {inert}.")
     walls = [float(r["wall_seconds"]) for r in rows if r.get("wall_seconds") not in ("", None)]
     lines += ["", *notes] if notes else []
     if walls:
