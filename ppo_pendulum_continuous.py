@@ -28,7 +28,9 @@ What you should see
     its "Why these hyperparameters".
 
 Try this (Table 1's Hopper-v5, 5 seeds each: the shift in the final return from the clipped objective's, 95% CI)
-    python -m benchmarks.ablations hopper --settings none --seeds 1  # -2078.6 [-2330.8, -1759.9], hurts
+    python -m benchmarks.ablations hopper --settings none-here --seeds 1  # -2294.7 [-2730.5, -1821.5], hurts
+    python -m benchmarks.ablations hopper --settings no-norm-reward --seeds 1  # -810.2 [-1293.9, -308.2], hurts
+    python -m benchmarks.ablations hopper --settings shared-trunk --seeds 1  # -1093.5 [-1815.8, -423.9], hurts
 
 Differs from ppo_lunarlander_vec.py in:
     - Agent: the actor outputs the mean of a Gaussian and owns a state-independent log-std; actions are
@@ -159,8 +161,8 @@ class Args:
     """adapt beta to --kl-target after every update (section 4); --no-kl-adaptive keeps beta fixed at
     --kl-beta-init, the paper's fixed-penalty baseline"""
     # Off here: with the rewards scaled, V moves far less than 10 per update; with --clip-vloss the clip never acted in
-    # benchmarks/README.md's record (losses/vf_clipfrac 0 at every update, seed 1, either objective), and a range small
-    # enough to act would be one more hyperparameter to tune.
+    # benchmarks/README.md's records (losses/vf_clipfrac 0 at every update: Pendulum's seed 1 with either objective,
+    # all 2440 of Hopper's study), and a range small enough to act would be one more hyperparameter to tune.
     clip_vloss: bool = False
     """clip the value loss too: once V is more than --vf-clip-coef away from the V that collected the data, the loss
     stops rewarding a further move"""

@@ -91,8 +91,7 @@ SOLVE, EVAL = Metric("steps_to_solve", "steps to solve", higher_is_better=False)
 class Ablation:
     """A study: `script` on `task` for `total_timesteps` steps with `flags`, its settings (the first one the
     default, with no change), `seeds`, the scores it reports (the first one leads README's column), and where
-    its runs are named (`exp_prefix`) and may already be recorded (`borrowed`: another study's results dir whose
-    rows for this task and these settings count, e.g. Table 1's clip and unclipped Hopper runs)."""
+    its runs are named (`exp_prefix`)."""
 
     name: str
     script: str
@@ -106,7 +105,6 @@ class Ablation:
     bin_steps: int = 5000
     flags: list[str] = field(default_factory=list)
     exp_prefix: str = ""
-    borrowed: Path | None = None
 
     @property
     def default(self) -> str:
@@ -168,13 +166,14 @@ STUDIES = {
          **common_settings(20), "no-entropy": NO_ENTROPY, "target-kl": TARGET_KL, "shared-trunk": SHARED,
          "one-env": ONE_ENV},
         seeds=list(range(1, 6)), metrics=[FINAL, AUC, EVAL, SOLVE], threshold=200.0, bin_steps=25_000),
-    # Hopper at Table 1's settings, named as Table 1's runs are: its clip0.2 and none cells are Table 1's own
-    # (seeds 1-3 recorded in benchmarks/results/mujoco/), seeds 4 and 5 and the other settings are added here.
+    # Hopper at Table 1's settings, its runs named as Table 1's are (table1-<setting>), every cell run on the study's
+    # machine. Its default and its unclipped objective are Table 1's clip0.2 and none run again ("-here"): Table 1's
+    # own seeds 1-3 ran in another session and did not reproduce on this one (benchmarks/README, Hopper's section).
     "hopper": Ablation(
         "hopper", "ppo_pendulum_continuous.py", "Hopper-v5", 1_000_000,
-        {"clip0.2": Setting("the lesson at Table 1's settings", ("--objective", "clip", "--clip-coef", "0.2")),
-         "none": Setting("clipped surrogate off (eq. 6's unclipped objective)", ("--objective", "none"),
-                         detail="8. clipped surrogate objective"),
+        {"clip0.2-here": Setting("the lesson at Table 1's settings", ("--objective", "clip", "--clip-coef", "0.2")),
+         "none-here": Setting("clipped surrogate off (eq. 6's unclipped objective)", ("--objective", "none"),
+                              detail="8. clipped surrogate objective"),
          "clip-vloss": Setting("value-loss clipping on", ("--clip-vloss",), detail="9. value-loss clipping",
                                acts="losses/vf_clipfrac"),
          **common_settings(10),
@@ -185,7 +184,7 @@ STUDIES = {
          "no-norm-reward": Setting("reward scaling off", ("--no-norm-reward",), detail="8. reward scaling"),
          "target-kl": TARGET_KL, "shared-trunk": SHARED, "one-env": ONE_ENV},
         seeds=list(range(1, 6)), metrics=[FINAL, AUC], final_episodes=100, bin_steps=25_000,
-        flags=mujoco_grid.COMMON_FLAGS, exp_prefix="table1", borrowed=ROOT / "benchmarks" / "results" / "mujoco"),
+        flags=mujoco_grid.COMMON_FLAGS, exp_prefix="table1"),
 }
 RUNS_FIELDS = ["task", "setting", "seed", "final_return", "steps_to_solve", "eval_return", "episodes", "steps",
                "wall_seconds", "processor", "run_dir", "acted"]
@@ -270,16 +269,8 @@ def processor() -> str:
 
 
 def recorded(ablation: Ablation, results_dir: Path) -> tuple[list[dict], list[dict]]:
-    """The study's rows and curve points: its own CSVs', then the borrowed study's for this task and settings."""
-    rows = read_csv(results_dir / f"{ablation.name}-runs.csv")
-    curves = read_csv(results_dir / f"{ablation.name}-curves.csv")
-    if ablation.borrowed:
-        own = {(r["setting"], r["seed"]) for r in rows}
-        keep = lambda r: r["task"] == ablation.task and r["setting"] in ablation.settings \
-            and (r["setting"], r["seed"]) not in own  # noqa: E731
-        rows += [r for r in read_csv(ablation.borrowed / "runs.csv") if keep(r)]
-        curves += [p for p in read_csv(ablation.borrowed / "curves.csv") if keep(p)]
-    return rows, curves
+    """The study's rows and curve points, from its CSVs."""
+    return read_csv(results_dir / f"{ablation.name}-runs.csv"), read_csv(results_dir / f"{ablation.name}-curves.csv")
 
 
 def cells_of(ablation: Ablation, settings: list[str] | None, seeds: list[int] | None) -> list[grid.Cell]:
@@ -293,6 +284,11 @@ def collect(ablation: Ablation, study: grid.Study, cells: list[grid.Cell], resul
     many runs were added."""
     own_rows = read_csv(results_dir / f"{ablation.name}-runs.csv")
     own_curves = read_csv(results_dir / f"{ablation.name}-curves.csv")
+    unknown = sorted({r["setting"] for r in own_rows} - set(ablation.settings))
+    if unknown:  # a setting taken out of the study: its rows would be neither reported nor sorted
+        print(f"{results_dir / f'{ablation.name}-runs.csv'} has rows of settings the {ablation.name} study does not "
+              f"have ({', '.join(unknown)}): remove them, or put the settings back", file=sys.stderr)
+        sys.exit(2)
     added = filled = 0
     for row in own_rows:  # a recorded row that predates its setting's `acts` check: read it where the run is here
         acts = getattr(ablation.settings.get(row["setting"]), "acts", None)
@@ -406,10 +402,11 @@ def effects(ablation: Ablation, rows: list[dict], curves: list[dict]) -> list[di
             values = by_setting.get(name, [])
             if name == ablation.default or min(len(values), len(default)) < MIN_SEEDS:
                 continue
-            effect, low, high = effect_interval(values, default)
+            # to effects.csv's 3 decimals here, so that the table and the map (read from the CSV) print one figure
+            effect, low, high = (round(x, 3) for x in effect_interval(values, default))
             found.append({"study": ablation.name, "task": ablation.task, "setting": name, "detail": setting.detail or "",
                           "metric": metric.name, "runs": len(values), "default_runs": len(default),
-                          "mean": statistics.fmean(values), "effect": effect, "low": low, "high": high,
+                          "mean": round(statistics.fmean(values), 3), "effect": effect, "low": low, "high": high,
                           "verdict": verdict(low, high, metric.higher_is_better),
                           "acted": acted_total([r for r in rows if r["setting"] == name]) if setting.acts else None})
     return found
@@ -605,7 +602,7 @@ def map_column(detail: str, group: str, found: list[dict]) -> str:
 TRY_THIS = {
     "ppo_cartpole.py": ("cartpole", ["gae-lambda-1", "unclipped-objective", "no-norm-adv"]),
     "ppo_lunarlander_vec.py": ("lunarlander", ["shared-trunk", "epochs-10", "no-clip-vloss"]),
-    "ppo_pendulum_continuous.py": ("hopper", ["none"]),
+    "ppo_pendulum_continuous.py": ("hopper", ["none-here", "no-norm-reward", "shared-trunk"]),
 }
 
 

@@ -221,7 +221,7 @@ def test_a_change_that_never_acted_is_named_as_such_in_the_table_and_the_map(mon
     where it acted in one update, neither says so."""
     monkeypatch.setattr(ablations, "REPS", 1000)
     ablation = ablations.STUDIES["hopper"]
-    rows, curves = made_up(ablation, {"clip0.2": [2500.0, 2600.0, 2700.0], "clip-vloss": [2900.0, 3000.0, 3100.0]})
+    rows, curves = made_up(ablation, {"clip0.2-here": [2500.0, 2600.0, 2700.0], "clip-vloss": [2900.0, 3000.0, 3100.0]})
     for row in rows:
         row["acted"] = "0/488" if row["setting"] == "clip-vloss" else ""
     found = ablations.effects(ablation, rows, curves)
@@ -281,6 +281,49 @@ def test_the_committed_effects_are_the_ones_the_committed_runs_give():
         assert [float(row[k]) for k in ("effect", "low", "high")] == pytest.approx([effect, low, high], abs=1e-3)
         assert row["verdict"] == ablations.verdict(low, high, leading.higher_is_better)
         assert int(row["runs"]) == len(by_setting[row["setting"]])
+
+
+def test_each_committed_table_prints_the_interval_effects_csv_holds():
+    """The table (from the effects in memory) and the map and "Try this" (from effects.csv) print one figure for
+    one interval: each effect is rounded to the CSV's 3 decimals before either formats it (an interval end of
+    -1815.8504 once read -1815.9 in the table and -1815.8 from the CSV)."""
+    for e in read_csv(ablations.RESULTS / "effects.csv"):
+        ablation = ablations.STUDIES[e["study"]]
+        metric = next(m for m in ablation.metrics if m.name == e["metric"])
+        value = {k: float(e[k]) for k in ("effect", "low", "high")}
+        row = next(line for line in (ablations.RESULTS / f"{e['study']}.md").read_text().splitlines()
+                   if line.startswith(f"| `{e['setting']}` |"))
+        assert f"| {ablations.interval_text(value, metric)} | {e['verdict']} |" in row, (e["study"], e["setting"])
+
+
+def test_an_interval_end_on_a_rounding_edge_prints_as_the_csv_gives_it(tmp_path, monkeypatch):
+    """What the test above checks on the record, on a made-up interval whose end -1815.8504 rounds to -1815.9 at
+    1 decimal but is -1815.85 in the CSV (and -1815.8 from there): the table, effects.csv and the map agree."""
+    monkeypatch.setattr(ablations, "effect_interval", lambda values, default: (-1093.4561, -1815.8504, -423.9371))
+    ablation = ablations.STUDIES["hopper"]
+    rows, curves = made_up(ablation, {"clip0.2-here": [2500.0, 2600.0, 2700.0], "shared-trunk": [1.0, 2.0, 3.0]})
+    found = ablations.effects(ablation, rows, curves)
+    write_csv(tmp_path / "effects.csv", found, ablations.EFFECT_FIELDS, floats="decimals")
+    from_csv = next(e for e in read_csv(tmp_path / "effects.csv") if e["metric"] == "final_return")
+    text = ablations.interval_text({k: float(from_csv[k]) for k in ("effect", "low", "high")}, ablations.FINAL)
+    assert text == "-1093.5 [-1815.8, -423.9]"
+    assert f"| {text} | hurts |" in ablations.report(ablation, rows, curves, found)
+    assert f"Hopper final return: {text} hurts" in ablations.map_column("13. shared or separate networks", "core",
+                                                                          [from_csv])
+
+
+def test_collect_refuses_rows_of_a_setting_the_study_no_longer_has(tmp_path, capsys):
+    """Hopper's Table 1 rows left the study when its default was run again: a CSV that still holds such rows is
+    refused in one line (exit 2), not sorted into a traceback."""
+    ablation = ablations.STUDIES["hopper"]
+    row = {"task": "Hopper-v5", "setting": "clip0.2", "seed": 4, "final_return": 1.0}
+    write_csv(tmp_path / "hopper-runs.csv", [row, {**row, "setting": "clip-vloss"}], ablations.RUNS_FIELDS)
+    write_csv(tmp_path / "hopper-curves.csv", [], ablations.CURVE_FIELDS)
+    with pytest.raises(SystemExit) as stop:
+        ablations.collect(ablation, ablation.study(tmp_path), [], tmp_path, set())
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip().endswith(
+        "has rows of settings the hopper study does not have (clip0.2): remove them, or put the settings back")
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -265,3 +265,13 @@ def test_mario_try_this():
     (total,) = steps
     assert header == (f"Try this (mean x of the last 100 training episodes at {total:,} steps, seed 1: one seed each, "
                       "too few for significance)")
+
+
+def test_pendulum_clip_vloss_comment_quotes_hoppers_study():
+    """The comment above --clip-vloss: "all 2440 of Hopper's study", the updates of the study's clip-vloss runs, in
+    none of which losses/vf_clipfrac was above 0 (their `acted` counts in hopper-runs.csv)."""
+    from benchmarks import ablations
+    runs = [r for r in read_csv(ablations.RESULTS / "hopper-runs.csv") if r["setting"] == "clip-vloss"]
+    k, n = ablations.acted_total(runs).split("/")
+    assert k == "0" and len(runs) == 5
+    assert f"all {n} of Hopper's study" in " ".join(inspect.getsource(ppo_pendulum_continuous.Args).split())
