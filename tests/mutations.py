@@ -137,6 +137,12 @@ MUTATIONS = [
              [("sum(1 for v in values if v > 0)", "sum(1 for v in values if v >= 0)")],
              ["tests/test_ablations.py::test_acted_counts_the_updates_where_the_logged_check_was_above_0"],
              files="benchmarks/ablations.py"),
+    Mutation("ablation-effects-unrounded", "the ablation studies' effects formatted in the table unrounded, while the "
+             "map and the lessons' Try this read them from effects.csv's 3 decimals (one interval, two figures)",
+             [("effect, low, high = (round(x, 3) for x in effect_interval(values, default))",
+               "effect, low, high = effect_interval(values, default)")],
+             ["tests/test_ablations.py::test_an_interval_end_on_a_rounding_edge_prints_as_the_csv_gives_it"],
+             files="benchmarks/ablations.py"),
     Mutation("ablation-patch-keeps-bootstrap", "the no-bootstrap patch passes the truncated episodes' V(final obs) on",
              [("original(rewards, values, dones, np.zeros_like(final_values), last_value, gamma, gae_lambda)",
                "original(rewards, values, dones, final_values, last_value, gamma, gae_lambda)")],
