@@ -49,7 +49,7 @@ from pathlib import Path
 from benchmarks import mujoco_grid
 from benchmarks.core import grid, plots, runs, stats
 from benchmarks.core.launch import ROOT
-from benchmarks.core.records import read_csv, write_csv
+from benchmarks.core.records import DECIMALS, read_csv, write_csv
 
 RESULTS = ROOT / "benchmarks" / "results" / "ablations"
 # Bootstrap resamples per interval. rliable's default, 50,000, took 4.1 to 5.3 s an interval here beside a
@@ -279,11 +279,10 @@ def cells_of(ablation: Ablation, settings: list[str] | None, seeds: list[int] | 
 
 def collect(ablation: Ablation, study: grid.Study, cells: list[grid.Cell], results_dir: Path,
             done: set[grid.Cell]) -> int:
-    """Add every finished run of `cells` that is not `done` (recorded: recorded()'s rows) to the study's own
+    """Add every finished run of `cells` that is not `done` (recorded: recorded()'s rows) to the study's
     CSVs, and fill a recorded row's `acted` where its setting checks one and its run folder is here; returns how
     many runs were added."""
-    own_rows = read_csv(results_dir / f"{ablation.name}-runs.csv")
-    own_curves = read_csv(results_dir / f"{ablation.name}-curves.csv")
+    own_rows, own_curves = recorded(ablation, results_dir)
     unknown = sorted({r["setting"] for r in own_rows} - set(ablation.settings))
     if unknown:  # a setting taken out of the study: its rows would be neither reported nor sorted
         print(f"{results_dir / f'{ablation.name}-runs.csv'} has rows of settings the {ablation.name} study does not "
@@ -291,7 +290,7 @@ def collect(ablation: Ablation, study: grid.Study, cells: list[grid.Cell], resul
         sys.exit(2)
     added = filled = 0
     for row in own_rows:  # a recorded row that predates its setting's `acts` check: read it where the run is here
-        acts = getattr(ablation.settings.get(row["setting"]), "acts", None)
+        acts = ablation.settings[row["setting"]].acts
         folder = ROOT / row["run_dir"] if row.get("run_dir") else None
         if acts and not row.get("acted") and folder is not None and folder.is_dir():
             row["acted"] = acted(runs.read_scalars(folder)[0], acts)
@@ -402,11 +401,11 @@ def effects(ablation: Ablation, rows: list[dict], curves: list[dict]) -> list[di
             values = by_setting.get(name, [])
             if name == ablation.default or min(len(values), len(default)) < MIN_SEEDS:
                 continue
-            # to effects.csv's 3 decimals here, so that the table and the map (read from the CSV) print one figure
-            effect, low, high = (round(x, 3) for x in effect_interval(values, default))
+            # to effects.csv's decimals here, so that the table and the map (read from the CSV) print one figure
+            effect, low, high = (round(x, DECIMALS) for x in effect_interval(values, default))
             found.append({"study": ablation.name, "task": ablation.task, "setting": name, "detail": setting.detail or "",
                           "metric": metric.name, "runs": len(values), "default_runs": len(default),
-                          "mean": round(statistics.fmean(values), 3), "effect": effect, "low": low, "high": high,
+                          "mean": round(statistics.fmean(values), DECIMALS), "effect": effect, "low": low, "high": high,
                           "verdict": verdict(low, high, metric.higher_is_better),
                           "acted": acted_total([r for r in rows if r["setting"] == name]) if setting.acts else None})
     return found

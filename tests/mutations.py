@@ -139,7 +139,7 @@ MUTATIONS = [
              files="benchmarks/ablations.py"),
     Mutation("ablation-effects-unrounded", "the ablation studies' effects formatted in the table unrounded, while the "
              "map and the lessons' Try this read them from effects.csv's 3 decimals (one interval, two figures)",
-             [("effect, low, high = (round(x, 3) for x in effect_interval(values, default))",
+             [("effect, low, high = (round(x, DECIMALS) for x in effect_interval(values, default))",
                "effect, low, high = effect_interval(values, default)")],
              ["tests/test_ablations.py::test_an_interval_end_on_a_rounding_edge_prints_as_the_csv_gives_it"],
              files="benchmarks/ablations.py"),

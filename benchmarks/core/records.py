@@ -18,6 +18,9 @@ from pathlib import Path
 PLAY_LINE = re.compile(r"^mean return over (\d+) episodes: (-?[\d.]+) \+/- ([\d.]+)", re.MULTILINE)
 
 
+DECIMALS = 3  # write_csv's floats="decimals"
+
+
 def write_csv(path: Path, rows: list[dict], fields: list[str] | None = None, floats: str | None = None) -> None:
     """The rows to a CSV, atomically (written beside it, then renamed over it); `fields` the columns in order
     (None: the first row's keys). `floats`: None writes floats as they are, "decimals" to 3 decimals (plenty for
@@ -37,7 +40,7 @@ def write_csv(path: Path, rows: list[dict], fields: list[str] | None = None, flo
 def _rounded(value, floats: str | None):
     if not isinstance(value, float) or floats is None:
         return value
-    return float(f"{value:.4g}") if floats == "significant" else round(value, 3)
+    return float(f"{value:.4g}") if floats == "significant" else round(value, DECIMALS)
 
 
 def read_csv(path: Path, numbers: dict[str, type] | None = None, what: str | None = None) -> list[dict]:
