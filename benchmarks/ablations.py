@@ -6,6 +6,7 @@ in the lessons' own code, and the effect measured against the lesson's own defau
     python -m benchmarks.ablations cartpole --dry-run       # one shell line per cell not done, nothing run
     python -m benchmarks.ablations --report-only            # every study's tables and figures, from the CSVs
     python -m benchmarks.ablations --list                   # the studies and their settings
+    python -m benchmarks.ablations breakout                 # Breakout's 40M-frame runs, read from their records
 
 A study is one lesson on one task for a fixed number of steps (STUDIES); a setting changes one thing against the
 lesson's defaults: a flag where the lesson has one (--no-norm-adv), a named patch of the lesson's own function
@@ -15,7 +16,9 @@ done, --jobs at a time on one thread each, resumes the stopped ones from their c
 -INT` on a grid in the background, saves every running cell), and skips the cells whose rows a results CSV holds.
 --dry-run prints each cell's command, to be run from the repository's root: with N machines, hand the lines to a
 scheduler (a Slurm array, GNU parallel), copy the run folders back into runs/ and run the same command with
---report-only.
+--report-only. A study of runs too long for the grid (`breakout`: 40M frames, hours a run, resumed across sessions)
+runs nothing: its cells are runs made by their own commands (--dry-run prints them) and read from the results
+CSVs that benchmarks.benchmark --from-logs wrote of them.
 
 A run's scores (its row of <study>-runs.csv): the final return (the mean of its last 20 training episodes, 100
 for Hopper as in Table 1: sampled actions), the area under its learning curve (AUC: the mean over the run of the
@@ -43,13 +46,14 @@ import argparse
 import dataclasses
 import statistics
 import sys
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks import mujoco_grid
 from benchmarks.core import grid, plots, runs, stats
 from benchmarks.core.launch import ROOT
-from benchmarks.core.records import DECIMALS, read_csv, write_csv
+from benchmarks.core.records import DECIMALS, curves_path, load_points, read_csv, write_csv
 
 RESULTS = ROOT / "benchmarks" / "results" / "ablations"
 # Bootstrap resamples per interval. rliable's default, 50,000, took 4.1 to 5.3 s an interval here beside a
@@ -105,6 +109,13 @@ class Ablation:
     bin_steps: int = 5000
     flags: list[str] = field(default_factory=list)
     exp_prefix: str = ""
+    # A study of runs too long for the grid (Breakout's 40M frames: hours each, stopped and resumed across sessions):
+    # each cell is its own run, made by record_command, and read from the results CSV that benchmarks.benchmark
+    # --from-logs wrote of it: {setting: {seed: the CSV's label}}. A record is finished at `finished_steps`.
+    records: dict[str, dict[int, str]] = field(default_factory=dict)
+    finished_steps: int = 0
+    steps: str = "steps"  # what a step is, where it is not one env step: Breakout's agent steps of 4 frames
+    episodes: str = "training episodes"
 
     @property
     def default(self) -> str:
@@ -185,6 +196,20 @@ STUDIES = {
          "target-kl": TARGET_KL, "shared-trunk": SHARED, "one-env": ONE_ENV},
         seeds=list(range(1, 6)), metrics=[FINAL, AUC], final_episodes=100, bin_steps=25_000,
         flags=mujoco_grid.COMMON_FLAGS, exp_prefix="table1"),
+    # Breakout's one disputed detail at the published budget (issue 46, item 6): epsilon annealed with the learning
+    # rate (the paper's Table 5, SB3) or held (CleanRL's ppo_atari.py). Its cells are the 40M-frame runs of
+    # benchmarks/README, each alone on 2 cores, bf16 (--precision auto); two seeds a setting, fewer than an
+    # interval needs (MIN_SEEDS), so its effects have none.
+    "breakout": Ablation(
+        "breakout", "ppo_breakout_atari.py", "BreakoutNoFrameskip-v4", 10_000_000,
+        {"default": Setting("the lesson's defaults: epsilon annealed to 0 with the learning rate (Table 5)"),
+         "no-anneal-clip": Setting("epsilon held at 0.1 (CleanRL's ppo_atari.py)", ("--no-anneal-clip",))},
+        seeds=[1, 2], metrics=[FINAL, AUC], final_episodes=100, bin_steps=250_000,
+        flags=["--no-cuda", "--vectorization-mode", "sync"],
+        records={"default": {1: "long40m", 2: "long40m-seed2"},
+                 "no-anneal-clip": {1: "long40m-constclip", 2: "long40m-constclip-seed2"}},
+        finished_steps=9_999_360,  # 9,765 updates of 8 envs x 128 steps
+        steps="agent steps (4 frames each)", episodes="whole games in training"),
 }
 RUNS_FIELDS = ["task", "setting", "seed", "final_return", "steps_to_solve", "eval_return", "episodes", "steps",
                "wall_seconds", "processor", "run_dir", "acted"]
@@ -214,11 +239,16 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="rewrite those lines in the lessons' docstrings (under their hand-written header line)")
     args = parser.parse_args(argv)
     if args.study is None and not (args.report_only or args.list or args.try_this or args.write_try_this):
-        parser.error("name a study to run (cartpole, lunarlander, hopper), or give --report-only or --list")
+        parser.error(f"name a study to run ({', '.join(STUDIES)}), or give --report-only or --list")
     if args.study and args.settings:
         unknown = set(args.settings) - set(STUDIES[args.study].settings)
         if unknown:
             parser.error(f"{args.study} has no setting {', '.join(sorted(unknown))} (--list shows them)")
+    if args.study and STUDIES[args.study].records and args.seeds:
+        unknown = set(args.seeds) - set(STUDIES[args.study].seeds)
+        if unknown:  # its cells are the recorded runs: no other seed has a record or a command
+            parser.error(f"{args.study} has no seed {', '.join(map(str, sorted(unknown)))}: its cells are the runs "
+                         f"of seeds {', '.join(map(str, STUDIES[args.study].seeds))}")
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
     return args
@@ -248,6 +278,41 @@ def summarize_run(ablation: Ablation, run_dir: Path, acts: str | None = None) ->
            "wall_seconds": round(runs.training_seconds(run_dir), 1), "processor": processor(),
            "run_dir": grid.relative(run_dir), "acted": acted(scalars, acts) if acts else None}
     return row, stats.binned_means([(event.step, event.value) for event in episodes], ablation.bin_steps)
+
+
+def record_csv(ablation: Ablation, setting: str, seed: int) -> Path:
+    """Where a recorded cell's row is: benchmarks/results/<script>-<label>.csv, its curve beside it."""
+    return RESULTS.parent / f"{Path(ablation.script).stem}-{ablation.records[setting][seed]}.csv"
+
+
+def record_command(ablation: Ablation, setting: str, seed: int) -> str:
+    """The shell line that makes a recorded cell: the run (stopped with Ctrl-C and resumed with --resume as often as
+    the sessions need), then its record."""
+    label, csv = ablation.records[setting][seed], grid.relative(record_csv(ablation, setting, seed))
+    run = ["python", ablation.script, "--total-timesteps", str(ablation.total_timesteps), *ablation.flags,
+           *ablation.settings[setting].flags, "--seed", str(seed), "--exp-name", label]
+    record = ["python", "-m", "benchmarks.benchmark", "--script", ablation.script, "--window",
+              str(ablation.final_episodes), "--label", label, "--csv", csv, "--from-logs",
+              f"'runs/{ablation.task}__{label}__*'"]
+    return " ".join(run) + " && " + " ".join(record)
+
+
+def summarize_record(ablation: Ablation, setting: str, seed: int) -> tuple[dict, list[dict]] | None:
+    """A recorded cell's row and curve, as summarize_run gives a run folder's, from its results CSV and curves
+    (training seconds: the span of its logged points, silences over 10 minutes left out, as benchmarks.results
+    times a resumed run); None while its record is missing or unfinished."""
+    path = record_csv(ablation, setting, seed)
+    rows = [r for r in read_csv(path) if int(r["seed"]) == seed]
+    if not rows or int(rows[-1]["total_steps"]) < ablation.finished_steps:
+        return None
+    points = [p for p in load_points(curves_path(path)) if int(p["seed"]) == seed]
+    episodes = [(p["env_steps"], p["value"]) for p in points if p["tag"] == "charts/episodic_return"]
+    row = {"final_return": statistics.fmean(v for _, v in episodes[-ablation.final_episodes:]),
+           "steps_to_solve": None, "eval_return": None, "episodes": len(episodes),
+           "steps": int(rows[-1]["total_steps"]),
+           "wall_seconds": round(stats.active_seconds([p["wall_seconds"] for p in points]), 1),
+           "processor": None, "run_dir": grid.relative(path), "acted": None}
+    return row, stats.binned_means(episodes, ablation.bin_steps)
 
 
 def acted(scalars: dict, tag: str) -> str:
@@ -307,12 +372,41 @@ def collect(ablation: Ablation, study: grid.Study, cells: list[grid.Cell], resul
         own_curves.extend({**key, **point} for point in curve)
         added += 1
     if added or filled:
-        order = list(ablation.settings)
-        sort = lambda r: (order.index(r["setting"]), int(r["seed"]))  # noqa: E731
-        write_csv(results_dir / f"{ablation.name}-runs.csv", sorted(own_rows, key=sort), RUNS_FIELDS)
-        write_csv(results_dir / f"{ablation.name}-curves.csv",
-                  sorted(own_curves, key=lambda r: (*sort(r), int(r["step"]))), CURVE_FIELDS)
+        write_recorded(ablation, results_dir, own_rows, own_curves)
     return added
+
+
+def collect_records(ablation: Ablation, cells: list[grid.Cell], results_dir: Path, done: set[grid.Cell],
+                    dry_run: bool = False) -> int:
+    """collect for a study of long runs (`records`): add each finished record of `cells` that is not `done` to the
+    study's CSVs; with `dry_run`, add nothing and print a line per cell: its command where it is not recorded yet
+    (`# not recorded`), `# done` where it is. Returns how many runs were added."""
+    rows, curves = recorded(ablation, results_dir)
+    added = 0
+    for cell in cells:
+        name = f"{cell.task} {cell.setting} seed {cell.seed}"
+        found = None if cell in done else summarize_record(ablation, cell.setting, cell.seed)
+        if dry_run:
+            print(f"# done {name}" if cell in done or found else
+                  f"{record_command(ablation, cell.setting, cell.seed)}  # not recorded {name}")
+            continue
+        if found is not None:
+            key = {"task": cell.task, "setting": cell.setting, "seed": cell.seed}
+            rows.append({**key, **found[0]})
+            curves.extend({**key, **point} for point in found[1])
+            added += 1
+    if added:
+        write_recorded(ablation, results_dir, rows, curves)
+    return added
+
+
+def write_recorded(ablation: Ablation, results_dir: Path, rows: list[dict], curves: list[dict]) -> None:
+    """The study's rows and curve points to <study>-runs.csv and -curves.csv, in the study's order of settings."""
+    order = list(ablation.settings)
+    sort = lambda r: (order.index(r["setting"]), int(r["seed"]))  # noqa: E731
+    write_csv(results_dir / f"{ablation.name}-runs.csv", sorted(rows, key=sort), RUNS_FIELDS)
+    write_csv(results_dir / f"{ablation.name}-curves.csv", sorted(curves, key=lambda r: (*sort(r), int(r["step"]))),
+              CURVE_FIELDS)
 
 
 def acted_total(rows: list[dict]) -> str | None:
@@ -399,14 +493,19 @@ def effects(ablation: Ablation, rows: list[dict], curves: list[dict]) -> list[di
         default = by_setting.get(ablation.default, [])
         for name, setting in ablation.settings.items():
             values = by_setting.get(name, [])
-            if name == ablation.default or min(len(values), len(default)) < MIN_SEEDS:
+            seeds = min(len(values), len(default))
+            if name == ablation.default or seeds < MIN_SEEDS and not (seeds == len(ablation.seeds) > 1):
                 continue
             # to effects.csv's decimals here, so that the table and the map (read from the CSV) print one figure
-            effect, low, high = (round(x, DECIMALS) for x in effect_interval(values, default))
+            if seeds < MIN_SEEDS:  # a study of fewer seeds than an interval needs, all run: the difference alone
+                effect, low, high = round(statistics.fmean(values) - statistics.fmean(default), DECIMALS), None, None
+            else:
+                effect, low, high = (round(x, DECIMALS) for x in effect_interval(values, default))
             found.append({"study": ablation.name, "task": ablation.task, "setting": name, "detail": setting.detail or "",
                           "metric": metric.name, "runs": len(values), "default_runs": len(default),
                           "mean": round(statistics.fmean(values), DECIMALS), "effect": effect, "low": low, "high": high,
-                          "verdict": verdict(low, high, metric.higher_is_better),
+                          "verdict": verdict(low, high, metric.higher_is_better) if low is not None else
+                          f"none: {seeds} seeds a side, an interval needs {MIN_SEEDS}",
                           "acted": acted_total([r for r in rows if r["setting"] == name]) if setting.acts else None})
     return found
 
@@ -421,9 +520,17 @@ def number(value: float, metric: Metric) -> str:
 
 
 def interval_text(e: dict, metric: Metric) -> str:
-    """'-45.2 [-80.1, -12.0]', steps in thousands ('+12.3k [3.1k, 20.0k]')."""
+    """'-45.2 [-80.1, -12.0]', steps in thousands ('+12.3k [3.1k, 20.0k]'); '+56.3 (no interval)' where the
+    study has too few seeds for one."""
     sign = lambda v: ("" if number(v, metric)[0] in "-0" else "+") + number(v, metric)  # noqa: E731
+    if e["low"] is None:
+        return f"{sign(e['effect'])} (no interval)"
     return f"{sign(e['effect'])} [{number(e['low'], metric)}, {number(e['high'], metric)}]"
+
+
+def effect_values(e: dict) -> dict:
+    """An effects.csv row's effect and interval as numbers (None where it has no interval)."""
+    return {k: float(e[k]) if e[k] not in ("", None) else None for k in ("effect", "low", "high")}
 
 
 def report(ablation: Ablation, rows: list[dict], curves: list[dict], found: list[dict]) -> str:
@@ -431,7 +538,7 @@ def report(ablation: Ablation, rows: list[dict], curves: list[dict], found: list
     by_setting = {m.name: scores(ablation, rows, curves, m) for m in metrics}
     head = "| setting | what it changes | runs | " + " | ".join(
         f"{m.label} | effect [95% CI] | verdict" for m in metrics) + " | min / cell |"
-    lines = [f"{ablation.script} on {ablation.task}, {ablation.total_timesteps:,} steps a run, one change per "
+    lines = [f"{ablation.script} on {ablation.task}, {ablation.total_timesteps:,} {ablation.steps} a run, one change per "
              f"setting against the default (the first row). " + scores_text(ablation), "",
              head, "|---" * (4 + 3 * len(metrics)) + "|"]
     notes = []
@@ -460,24 +567,30 @@ def report(ablation: Ablation, rows: list[dict], curves: list[dict], found: list
     lines += ["", *notes] if notes else []
     if walls:
         machines = sorted({r.get("processor") or "processor not recorded" for r in rows})
+        how = ("each run alone on 2 cores, stopped and resumed across sessions, its stops left out; the machines "
+               "of each stretch: benchmarks/README's history" if ablation.records else
+               f"each cell on one thread, two at a time on 2 cores; {'; '.join(machines)}")
         lines += ["", f"{len(rows)} runs; training time per cell {min(walls) / 60:.1f} to {max(walls) / 60:.1f} min, "
-                  f"{sum(walls) / 3600:.2f} h in all (each cell on one thread, two at a time on 2 cores; "
-                  f"{'; '.join(machines)})"]
+                  f"{sum(walls) / 3600:.2f} h in all ({how})"]
     return "\n".join(lines)
 
 
 def scores_text(ablation: Ablation) -> str:
     """What the columns mean, for the table's caption."""
-    parts = [f"Final return: the mean of the last {ablation.final_episodes} training episodes (sampled actions); "
-             f"AUC: the mean of the training return binned per {ablation.bin_steps // 1000}k steps over the run"]
+    parts = [f"Final return: the mean of the last {ablation.final_episodes} {ablation.episodes} (sampled actions); "
+             f"AUC: the mean of the training return binned per {ablation.bin_steps // 1000}k {ablation.steps.split(' (')[0]} "
+             "over the run"]
     if SOLVE in ablation.metrics:
         parts.append(f"steps to solve: the first step where the mean of the last 20 training episodes reaches "
                      f"{ablation.threshold:g} (a run that never does counts as the budget)")
     if EVAL in ablation.metrics:
         parts.append("greedy eval: the last update's evaluation, 10 episodes of argmax pi")
+    few = len(ablation.seeds) < MIN_SEEDS
     return ("; ".join(parts) + ". Each: mean +/- std over seeds; effect: the setting's mean minus the default's, "
             "95% bootstrap CI over seeds (rliable); verdict: helps / hurts when the whole interval is on one side "
-            "of 0, else not detected. min / cell: training minutes per run, one thread.")
+            "of 0, else not detected" + (f" (with {len(ablation.seeds)} seeds a setting, under the {MIN_SEEDS} an "
+                                         "interval needs: the difference alone, and no verdict)" if few else "")
+            + ". min / cell: training minutes per run, " + ("both cores." if ablation.records else "one thread."))
 
 
 def plot_curves(ablation: Ablation, rows: list[dict], curves: list[dict], path: Path) -> None:
@@ -486,9 +599,9 @@ def plot_curves(ablation: Ablation, rows: list[dict], curves: list[dict], path: 
     settings = [s for s in ablation.settings if s != ablation.default and any(r["setting"] == s for r in rows)]
     if not settings:
         return
-    columns = 4
+    columns = min(4, len(settings))
     height = (len(settings) + columns - 1) // columns
-    figure, axes = plt.subplots(height, columns, squeeze=False, sharey=True, figsize=(4 * columns, 3 * height))
+    figure, axes = plt.subplots(height, columns, squeeze=False, sharey=True, figsize=(max(4 * columns, 10), 3 * height))
     runs = plots.binned_runs(curves, key=lambda p: p["setting"])
     default = runs.get(ablation.default, {})
     for ax, name in zip(axes.flat, settings):
@@ -499,8 +612,9 @@ def plot_curves(ablation: Ablation, rows: list[dict], curves: list[dict], path: 
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(settings):]:
         ax.axis("off")
-    figure.suptitle(f"{ablation.script} on {ablation.task}: training return per {ablation.bin_steps // 1000}k steps, "
-                    "mean over seeds and min-max band (gray: the default)")
+    title = (f"{ablation.script} on {ablation.task}: training return per {ablation.bin_steps // 1000}k "
+             f"{ablation.steps.split(' (')[0]}, mean over seeds and min-max band (gray: the default)")
+    figure.suptitle(textwrap.fill(title, 9 * int(figure.get_figwidth())))  # one panel: two lines
     figure.tight_layout()
     plots.save(figure, path, dpi=70)
 
@@ -509,14 +623,15 @@ def plot_effects(found: list[dict], path: Path) -> None:
     """Every study's effects on its leading score, with their intervals, one panel per study."""
     plt = plots.pyplot()
     studies = [a for a in STUDIES.values() if any(e["study"] == a.name and e["metric"] == a.metrics[0].name
-                                                  for e in found)]
+                                                  and e["low"] not in ("", None) for e in found)]
     if not studies:
         return
     figure, axes = plt.subplots(1, len(studies), squeeze=False, figsize=(6 * len(studies), 6))
     colors = {"helps": "tab:green", "hurts": "tab:red", "not detected": "gray"}
     for ax, ablation in zip(axes.flat, studies):
         metric = ablation.metrics[0]
-        shown = [e for e in found if e["study"] == ablation.name and e["metric"] == metric.name]
+        shown = [e for e in found if e["study"] == ablation.name and e["metric"] == metric.name
+                 and e["low"] not in ("", None)]
         for y, e in enumerate(shown):
             ax.errorbar(float(e["effect"]), y, xerr=[[float(e["effect"]) - float(e["low"])],
                                                       [float(e["high"]) - float(e["effect"])]],
@@ -585,7 +700,7 @@ def map_column(detail: str, group: str, found: list[dict]) -> str:
             if e is None:
                 pending.setdefault(name, []).append(task)
             else:
-                value = {k: float(e[k]) for k in ("effect", "low", "high")}
+                value = effect_values(e)
                 partial = f" ({e['runs']} of {len(ablation.seeds)} seeds)" if int(e["runs"]) < len(ablation.seeds) else ""
                 inert = acted_text(setting, e.get("acted") or None)
                 parts.append(f"`{name}` {task} {leading.label}: {interval_text(value, leading)} {e['verdict']}{partial}"
@@ -620,7 +735,7 @@ def try_this(script: str, found: list[dict]) -> list[str]:
                             *setting.flags])
         if ablation.flags:  # a study at other flags than the lesson's defaults (Hopper at Table 1's): its own cell
             command = f"python -m benchmarks.ablations {study} --settings {name} --seeds 1"
-        value = {k: float(e[k]) for k in ("effect", "low", "high")}
+        value = effect_values(e)
         lines.append(f"{command}  # {interval_text(value, metric)}, {e['verdict']}")
     return lines
 
@@ -674,11 +789,16 @@ def main(argv=None) -> int:
         cells = cells_of(ablation, args.settings if args.study else None, args.seeds if args.study else None)
         rows, _ = recorded(ablation, args.results_dir)
         done = {grid.Cell(ablation.script, ablation.task, r["setting"], int(r["seed"])) for r in rows}
-        if not args.report_only:
-            grid.run(study, cells, args.jobs, done, dry_run=args.dry_run)
-        if args.dry_run:
-            return 0
-        added = collect(ablation, study, cells, args.results_dir, done)
+        if ablation.records:  # long runs, each made by its own command: read from their records, none run here
+            added = collect_records(ablation, cells, args.results_dir, done, dry_run=args.dry_run)
+            if args.dry_run:
+                return 0
+        else:
+            if not args.report_only:
+                grid.run(study, cells, args.jobs, done, dry_run=args.dry_run)
+            if args.dry_run:
+                return 0
+            added = collect(ablation, study, cells, args.results_dir, done)
         if added:
             print(f"{name}: added {added} finished runs to {args.results_dir / (name + '-runs.csv')}")
     found = write_reports(args.results_dir, studies)
