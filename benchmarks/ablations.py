@@ -538,8 +538,8 @@ def report(ablation: Ablation, rows: list[dict], curves: list[dict], found: list
     by_setting = {m.name: scores(ablation, rows, curves, m) for m in metrics}
     head = "| setting | what it changes | runs | " + " | ".join(
         f"{m.label} | effect [95% CI] | verdict" for m in metrics) + " | min / cell |"
-    lines = [f"{ablation.script} on {ablation.task}, {ablation.total_timesteps:,} {ablation.steps} a run, one change per "
-             f"setting against the default (the first row). " + scores_text(ablation), "",
+    lines = [f"{ablation.script} on {ablation.task}, {ablation.total_timesteps:,} {ablation.steps} a run, one change "
+             f"per setting against the default (the first row). " + scores_text(ablation), "",
              head, "|---" * (4 + 3 * len(metrics)) + "|"]
     notes = []
     for name, setting in ablation.settings.items():
@@ -577,9 +577,9 @@ def report(ablation: Ablation, rows: list[dict], curves: list[dict], found: list
 
 def scores_text(ablation: Ablation) -> str:
     """What the columns mean, for the table's caption."""
+    unit = ablation.steps.split(" (")[0]
     parts = [f"Final return: the mean of the last {ablation.final_episodes} {ablation.episodes} (sampled actions); "
-             f"AUC: the mean of the training return binned per {ablation.bin_steps // 1000}k {ablation.steps.split(' (')[0]} "
-             "over the run"]
+             f"AUC: the mean of the training return binned per {ablation.bin_steps // 1000}k {unit} over the run"]
     if SOLVE in ablation.metrics:
         parts.append(f"steps to solve: the first step where the mean of the last 20 training episodes reaches "
                      f"{ablation.threshold:g} (a run that never does counts as the budget)")
