@@ -68,16 +68,16 @@ study = [float(r["wall_seconds"]) for r in __import__("csv").DictReader(open(R /
 if len(study) == 4:
     V["STUDYH"] = f"{sum(study) / 3600:.2f}"
 KEEP_DECISION = ("**Seed 2 ends at «X40», not above 369.8: annealing stays the default**, Table 5's recipe. The two "
-    "constant seeds average «MEANHELD», «DIFF» above the two annealed bf16 seeds' 360.0, a difference that two seeds a "
+    "constant seeds average «MEANHELD», «DIFF» «ABOVE» the two annealed bf16 seeds' 360.0, a difference that two seeds a "
     "recipe cannot tell from the spread of the seeds; `--anneal-clip`'s help and the docstring's Try this give both "
     "constant seeds.")
 FLIP_DECISION = ("**Seed 2 ends at «X40», above 369.8: the held epsilon is the lesson's default now**, CleanRL's "
     "recipe (these runs were made with `--no-anneal-clip`; a resumed run keeps its checkpoint's setting), and Table 5's "
-    "annealing is the flag `--anneal-clip`. The two held seeds average «MEANHELD», «DIFF» above the two annealed bf16 "
+    "annealing is the flag `--anneal-clip`. The two held seeds average «MEANHELD», «DIFF» «ABOVE» the two annealed bf16 "
     "seeds' 360.0. The lesson's other Breakout figures (2M and 10M frames, the precision runs) were made with the "
     "annealing, the default then: wherever they are quoted they are named `--anneal-clip` runs, and the held "
     "epsilon's 40M-frame figures lead.")
-KEEP_STUDY = ("All four runs are in: the constant epsilon ends «DIFF» above the default on the final return, with no "
+KEEP_STUDY = ("All four runs are in: the constant epsilon ends «DIFF» «ABOVE» the default on the final return, with no "
     "interval (two seeds a side). Seed 2 ended at or below the best annealed run, so by the rule written down before it "
     "ended ([the second constant-epsilon seed](#the-second-constant-epsilon-seed)) the default stays Table 5's "
     "annealing. Cost: the four runs' training, «STUDYH» h (the table's last line), each with both cores to itself.")
@@ -87,7 +87,7 @@ FLIP_STUDY = ("All four runs are in: Table 5's annealing ends «DIFF» below the
     "the held epsilon became the default, and the study's rows read against it. Cost: the four runs' training, "
     "«STUDYH» h (the table's last line), each with both cores to itself.")
 KEEP_NOTE = ("Seed 2 ended at «X40», not above 369.8: annealing stays the default (Table 5's). `--no-anneal-clip`'s two "
-    "seeds average «MEANHELD», «DIFF» above the annealed bf16 seeds' 360.0; the docstring's Try this, `--anneal-clip`'s "
+    "seeds average «MEANHELD», «DIFF» «ABOVE» the annealed bf16 seeds' 360.0; the docstring's Try this, `--anneal-clip`'s "
     "help, README's results row (2 seeds now), agents/README's origin of breakout.pt and benchmarks/README (the 40M "
     "section, the seed's history section, the study) say so.")
 FLIP_NOTE = ("Seed 2 ended at «X40», above 369.8: the held epsilon (CleanRL's) is now the default, Table 5's annealing "
@@ -103,7 +103,8 @@ FLIP_LEFT = ("The shorter Breakout figures (2M and 10M frames, the healthy-updat
     "are quoted as `--anneal-clip` runs; rerunning them with the new default (2M frames: 2 x 14 min, 10M: 2 x 59 min "
     "on 2 cores) would let the docstring quote the default at every budget.")
 flip = "--flip" in sys.argv
-if "DIFF" in V:
+if "DIFF" in V:  # the held seeds' mean minus the annealed bf16 seeds': its size, and which side
+    V["ABOVE"] = "below" if V["DIFF"].startswith("-") else "above"
     V["DIFF"] = V["DIFF"].lstrip("-")
 import textwrap
 def resolved(text):
