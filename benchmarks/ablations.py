@@ -121,6 +121,11 @@ class Ablation:
     def default(self) -> str:
         return next(iter(self.settings))
 
+    @property
+    def step_unit(self) -> str:
+        """What `steps` counts, without its note: "agent steps" of "agent steps (4 frames each)"."""
+        return self.steps.split(" (")[0]
+
     def study(self, runs_dir: Path = ROOT) -> grid.Study:
         return grid.Study(self.exp_prefix or f"ablation-{self.name}",
                           {name: list(s.flags) for name, s in self.settings.items()}, self.flags,
@@ -366,10 +371,7 @@ def collect(ablation: Ablation, study: grid.Study, cells: list[grid.Cell], resul
         state, folder = study.state(cell)
         if state != "done":
             continue
-        row, curve = summarize_run(ablation, folder, ablation.settings[cell.setting].acts)
-        key = {"task": cell.task, "setting": cell.setting, "seed": cell.seed}
-        own_rows.append({**key, **row})
-        own_curves.extend({**key, **point} for point in curve)
+        add_run(own_rows, own_curves, cell, *summarize_run(ablation, folder, ablation.settings[cell.setting].acts))
         added += 1
     if added or filled:
         write_recorded(ablation, results_dir, own_rows, own_curves)
@@ -391,13 +393,18 @@ def collect_records(ablation: Ablation, cells: list[grid.Cell], results_dir: Pat
                   f"{record_command(ablation, cell.setting, cell.seed)}  # not recorded {name}")
             continue
         if found is not None:
-            key = {"task": cell.task, "setting": cell.setting, "seed": cell.seed}
-            rows.append({**key, **found[0]})
-            curves.extend({**key, **point} for point in found[1])
+            add_run(rows, curves, cell, *found)
             added += 1
     if added:
         write_recorded(ablation, results_dir, rows, curves)
     return added
+
+
+def add_run(rows: list[dict], curves: list[dict], cell: grid.Cell, row: dict, curve: list[dict]) -> None:
+    """A finished cell's row and curve points, keyed by its task, setting and seed, to the study's lists."""
+    key = {"task": cell.task, "setting": cell.setting, "seed": cell.seed}
+    rows.append({**key, **row})
+    curves.extend({**key, **point} for point in curve)
 
 
 def write_recorded(ablation: Ablation, results_dir: Path, rows: list[dict], curves: list[dict]) -> None:
@@ -523,9 +530,14 @@ def interval_text(e: dict, metric: Metric) -> str:
     """'-45.2 [-80.1, -12.0]', steps in thousands ('+12.3k [3.1k, 20.0k]'); '+56.3 (no interval)' where the
     study has too few seeds for one."""
     sign = lambda v: ("" if number(v, metric)[0] in "-0" else "+") + number(v, metric)  # noqa: E731
-    if e["low"] is None:
+    if not has_interval(e):
         return f"{sign(e['effect'])} (no interval)"
     return f"{sign(e['effect'])} [{number(e['low'], metric)}, {number(e['high'], metric)}]"
+
+
+def has_interval(e: dict) -> bool:
+    """Whether an effect (in memory, or an effects.csv row) has an interval: not where its study has too few seeds."""
+    return e["low"] not in ("", None)
 
 
 def effect_values(e: dict) -> dict:
@@ -577,9 +589,9 @@ def report(ablation: Ablation, rows: list[dict], curves: list[dict], found: list
 
 def scores_text(ablation: Ablation) -> str:
     """What the columns mean, for the table's caption."""
-    unit = ablation.steps.split(" (")[0]
     parts = [f"Final return: the mean of the last {ablation.final_episodes} {ablation.episodes} (sampled actions); "
-             f"AUC: the mean of the training return binned per {ablation.bin_steps // 1000}k {unit} over the run"]
+             f"AUC: the mean of the training return binned per {ablation.bin_steps // 1000}k {ablation.step_unit} "
+             "over the run"]
     if SOLVE in ablation.metrics:
         parts.append(f"steps to solve: the first step where the mean of the last 20 training episodes reaches "
                      f"{ablation.threshold:g} (a run that never does counts as the budget)")
@@ -613,7 +625,7 @@ def plot_curves(ablation: Ablation, rows: list[dict], curves: list[dict], path: 
     for ax in list(axes.flat)[len(settings):]:
         ax.axis("off")
     title = (f"{ablation.script} on {ablation.task}: training return per {ablation.bin_steps // 1000}k "
-             f"{ablation.steps.split(' (')[0]}, mean over seeds and min-max band (gray: the default)")
+             f"{ablation.step_unit}, mean over seeds and min-max band (gray: the default)")
     figure.suptitle(textwrap.fill(title, 9 * int(figure.get_figwidth())))  # one panel: two lines
     figure.tight_layout()
     plots.save(figure, path, dpi=70)
@@ -623,15 +635,14 @@ def plot_effects(found: list[dict], path: Path) -> None:
     """Every study's effects on its leading score, with their intervals, one panel per study."""
     plt = plots.pyplot()
     studies = [a for a in STUDIES.values() if any(e["study"] == a.name and e["metric"] == a.metrics[0].name
-                                                  and e["low"] not in ("", None) for e in found)]
+                                                  and has_interval(e) for e in found)]
     if not studies:
         return
     figure, axes = plt.subplots(1, len(studies), squeeze=False, figsize=(6 * len(studies), 6))
     colors = {"helps": "tab:green", "hurts": "tab:red", "not detected": "gray"}
     for ax, ablation in zip(axes.flat, studies):
         metric = ablation.metrics[0]
-        shown = [e for e in found if e["study"] == ablation.name and e["metric"] == metric.name
-                 and e["low"] not in ("", None)]
+        shown = [e for e in found if e["study"] == ablation.name and e["metric"] == metric.name and has_interval(e)]
         for y, e in enumerate(shown):
             ax.errorbar(float(e["effect"]), y, xerr=[[float(e["effect"]) - float(e["low"])],
                                                       [float(e["high"]) - float(e["effect"])]],
