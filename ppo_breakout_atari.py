@@ -7,36 +7,39 @@ What this lesson teaches
     on reset (FIRE alone here; baselines presses action 2 after it: FireReset says why), and the game carried on
     after a lost life rather than restarted. One convolutional trunk (the Nature DQN CNN) feeds both the policy head
     and the value head, trained with the combined loss L^{CLIP+VF+S} (eq. 9) and the paper's Atari hyperparameters
-    (Table 5) but for K = 4 epochs and c1 = 0.5 (baselines' and CleanRL's), the learning rate and the clip range
-    annealed to 0. The envs run in worker processes; the same file runs on several processes or machines under
-    torchrun, each rank stepping its own envs and the gradients averaged across ranks.
+    (Table 5) but for K = 4 epochs and c1 = 0.5 (baselines' and CleanRL's), the learning rate annealed to 0 and the
+    clip range held at 0.1 (CleanRL's; Table 5 anneals it too: `--anneal-clip`). The envs run in worker processes;
+    the same file runs on several processes or machines under torchrun, each rank stepping its own envs and the
+    gradients averaged across ranks.
 
 What you should see
-    The score (mean of the last 20 whole games, 2 seeds, bf16 on 2 CPU cores): 1.4 at 50k steps, 3.7 at 100k,
-    8.2 at 200k, 11.4 at 300k, 13.7 at 500k = 2M frames (`--total-timesteps 500000 --no-cuda`, 14 min a seed);
-    the default 2.5M steps = 10M frames: 27 at 1M steps, 52 at 2M, 49 at the end (39-60; 59 min a seed);
-    the published 10M steps = 40M frames (`--total-timesteps 10000000`, seeds 1 and 2, 7.5 and 5.8 h of training
-    across sessions): the last 100 games 81 / 110 at 10M frames, 205 / 214 at 20M, 350 / 370 at 40M (SB3's agent
-    81, 261, 391; CleanRL 415).
-    A healthy update of the 2M-frame run, as logged (5th-95th percentile of its 488 updates, one seed):
+    The score at the published 10M steps = 40M frames (`--total-timesteps 10000000`, seeds 1 and 2, 4.5 and 4.1 h
+    of training across sessions, bf16 on 2 CPU cores): the last 100 whole games 101 / 109 at 10M frames, 239 /
+    246 at 20M, 416 / 424 at 40M; with `--anneal-clip` 81 / 110, 205 / 214, 350 / 370 (SB3's agent 81, 261,
+    391; CleanRL 415). Shorter runs, made with `--anneal-clip` when it was the default (the mean of the last 20
+    whole games, 2 seeds): 1.4 at 50k steps, 3.7 at 100k, 8.2 at 200k, 11.4 at 300k, 13.7 at 500k = 2M frames
+    (`--total-timesteps 500000 --no-cuda`, 14 min a seed); the default 2.5M steps = 10M frames: 27 at 1M steps,
+    52 at 2M, 49 at the end (39-60; 59 min a seed).
+    A healthy update of the 2M-frame run (`--anneal-clip`), as logged (5th-95th percentile of its 488 updates, one
+    seed):
     approx_kl 0.00002-0.0024 (median 0.0008; 0.0003 in the second half, where the learning rate and epsilon
     are below half their start), clipfrac 0.017-0.19 (ratios past the annealed epsilon: median 0.14 in the
     second half too), explained_variance 0.47-0.84, entropy from ln 4 = 1.39 down to 0.98-1.09 in the second
     half, value_loss 0.016-0.046 (on sign-clipped rewards).
-    The defaults: Table 5's 8 actors x 128 steps, learning rate 2.5e-4 and epsilon 0.1 both annealed, 256-sample
+    The defaults: Table 5's 8 actors x 128 steps, learning rate 2.5e-4 annealed, epsilon 0.1 (held), 256-sample
     minibatches, gamma 0.99, lambda 0.95 and c2 0.01; CleanRL's ppo_atari.py's 4 epochs (Table 5: 3), c1 0.5
     (Table 5: 1), value clipping at 0.1 and the 0.5 gradient norm. The commands behind every figure, and the
     runs they read: benchmarks/README.md, "What a healthy run looks like".
 
 Try this (mean of the last 100 whole games at 40M frames, last 20 at 2M on 2 CPU cores; 1-2 seeds: too few to be sure)
-    python ppo_breakout_atari.py --total-timesteps 10000000 --no-anneal-clip  # 416.2, one seed so far; default 360.0
-    python ppo_breakout_atari.py --total-timesteps 10000000 --precision fp32  # 349.1 against bf16's 350.2, both seed 1
-    python ppo_breakout_atari.py --total-timesteps 500000 --precision fp32  # 12.1, 948 s a run; bf16 13.7, 834 s on AMX
+    python ppo_breakout_atari.py --total-timesteps 10000000 --anneal-clip  # 360.0; the default 419.9
+    python ppo_breakout_atari.py --total-timesteps 10000000 --anneal-clip --precision fp32  # 349.1; bf16 350.2 (seed 1)
+    python ppo_breakout_atari.py --total-timesteps 500000 --anneal-clip --precision fp32  # 12.1; bf16 13.7
 
 Differs from ppo_lunarlander_vec.py in:
     - the Atari wrappers (copied from common/wrappers.py); observations stay uint8 until the network
     - Agent: a CNN trunk shared by the actor and critic heads (one forward pass for both; c1 now matters)
-    - `--anneal-clip`: epsilon annealed like the learning rate (Table 5's epsilon = 0.1 alpha)
+    - `--anneal-clip`: epsilon annealed like the learning rate (Table 5's epsilon = 0.1 alpha); off by default
     - `--precision`: the CNN computes in bfloat16 where the hardware does so natively (on 2 CPU cores the
       update takes 61% of fp32's time with AMX, 69% on an AMD EPYC without it: benchmarks/README.md)
     - torch.distributed: `setup_distributed`, gradients all-reduced, only rank 0 logs, evaluates and saves
@@ -144,9 +147,11 @@ class Args:
     clip_coef: float = 0.1  # Table 5
     """epsilon, the clip range of the probability ratio (eq. 7): once r_t is outside [1 - epsilon, 1 + epsilon], the
     objective stops rewarding a further move (usual 0.1-0.3)"""
-    anneal_clip: bool = True
-    """anneal epsilon linearly to 0 with the learning rate (Table 5: epsilon = 0.1 alpha, alpha from 1 to 0); off, it
-    stays at --clip-coef as in CleanRL's ppo_atari.py: 416.2 at 40M frames, annealed 349-370 (benchmarks/README.md)"""
+    anneal_clip: bool = False
+    """anneal epsilon linearly to 0 with the learning rate, as the paper does (Table 5: epsilon = 0.1 alpha, alpha
+    from 1 to 0); off (the default), it stays at --clip-coef as in CleanRL's ppo_atari.py. At 40M frames, the last
+    100 games: held 416.2 and 423.6, annealed 350.2 and 369.8 (seeds 1 and 2: too few for an interval;
+    benchmarks/README.md)"""
     clip_vloss: bool = True
     """clip the value loss too: once V is more than --vf-clip-coef away from the V that collected the data, the loss
     stops rewarding a further move"""
@@ -684,7 +689,8 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
         frac = schedule["scale"] * (1.0 - (iteration - 1) / args.num_iterations)
         if args.anneal_lr:
             optimizer.param_groups[0]["lr"] = frac * args.learning_rate
-        # Table 5 anneals epsilon too: the objective stops rewarding a move of r_t ever sooner as training goes on.
+        # Table 5 anneals epsilon too (--anneal-clip): the objective stops rewarding a move of r_t ever sooner as
+        # training goes on. Held at 0.1 by default, as in CleanRL: at 40M frames it ended above annealing on both seeds.
         clip_coef = frac * args.clip_coef if args.anneal_clip else args.clip_coef
 
         # --- Rollout: run the current policy pi_old for T steps in each of the N envs -----------------------

@@ -68,11 +68,12 @@ ORIGINS = {
                    "trained again by the same command.",
     "hopper.pt": "Table 1's clip0.2 run of Hopper-v5 (benchmarks.mujoco_grid), the best of its three seeds over the "
                  "last 100 training episodes (seed 3: 2737.1; seeds 1 and 2: 2460.1, 2616.8; mujoco/runs.csv).",
-    "breakout.pt": "The best of the four 40M-frame runs over the last 100 games (416.2), and the only one trained with "
-                   "a changed flag: --no-anneal-clip (CleanRL's constant epsilon), one seed. The default recipe "
-                   "(Table 5's annealed epsilon) ends at 349.1-369.8: breakout-annealed.pt is its better seed.",
-    "breakout-annealed.pt": "The default recipe (Table 5's epsilon annealed with the learning rate) at 40M frames, the "
-                            "better of its two seeds over the last 100 games (seed 2: 369.8; seed 1: 350.2).",
+    "breakout.pt": "The default recipe (epsilon held at 0.1, CleanRL's: --no-anneal-clip when it ran, the default "
+                   "since) at 40M frames, seed 1: 416.2 over its last 100 games (seed 2: 423.6). With --anneal-clip "
+                   "(Table 5's annealed epsilon) the runs end at 349.1-369.8: breakout-annealed.pt is its better seed.",
+    "breakout-annealed.pt": "--anneal-clip (Table 5's epsilon annealed with the learning rate, the default when it "
+                            "ran) at 40M frames, the better of its two seeds over the last 100 games (seed 2: 369.8; "
+                            "seed 1: 350.2).",
     "mario.pt": "The run to the flag: run (a) of the settings sweep resumed until --target-flag-rate 0.5, which ended "
                 "it at the first evaluation with 10 or more of 20 episodes at the flag (819,200 steps).",
 }

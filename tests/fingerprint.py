@@ -90,7 +90,7 @@ VARIANTS = {
         "kl_fixed": ["--objective", "kl", "--no-kl-adaptive", "--kl-beta-init", "3", "--no-norm-reward"],
         "none": ["--objective", "none", "--target-kl", "1e-9", "--seed", "2"],
     },
-    "ppo_breakout_atari": {"base": [], "plain": ["--no-anneal-clip", "--no-clip-vloss", "--target-kl", "1e-9",
+    "ppo_breakout_atari": {"base": [], "plain": ["--anneal-clip", "--no-clip-vloss", "--target-kl", "1e-9",
                                                  "--seed", "2"]},
     "ppo_mario_cnn": {"base": [], "early_stop": ["--target-kl", "1e-9", "--seed", "2"]},
 }

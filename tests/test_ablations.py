@@ -330,12 +330,12 @@ def test_collect_refuses_rows_of_a_setting_the_study_no_longer_has(tmp_path, cap
 # A study of long runs: Breakout's, read from the records of its 40M-frame runs
 # ---------------------------------------------------------------------------------------------------------
 def test_a_recorded_cell_is_read_from_its_runs_results_csv_and_curves(monkeypatch):
-    """Breakout's default seed 1 is the run `long40m`: its row and curve come from the committed
+    """Breakout's --anneal-clip seed 1 is the run `long40m`: its row and curve come from the committed
     ppo_breakout_atari-long40m.csv and its -curves.csv (the final return is the record's own, its last 100 whole
     games); an unfinished record, or one not written yet, is no cell."""
     ablation = ablations.STUDIES["breakout"]
-    row, curve = ablations.summarize_record(ablation, "default", 1)
-    record = read_csv(ablations.record_csv(ablation, "default", 1))[0]
+    row, curve = ablations.summarize_record(ablation, "anneal-clip", 1)
+    record = read_csv(ablations.record_csv(ablation, "anneal-clip", 1))[0]
     assert record["label"] == "long40m" and record["seed"] == "1"
     assert round(row["final_return"], 2) == float(record["final_return"])
     assert row["episodes"] == int(record["episodes"]) and row["steps"] == 9_999_360
@@ -345,27 +345,27 @@ def test_a_recorded_cell_is_read_from_its_runs_results_csv_and_curves(monkeypatc
     # the training seconds leave the stops between sessions out, as README's results table times a resumed run
     from benchmarks import results
 
-    path = ablations.record_csv(ablation, "default", 1)
+    path = ablations.record_csv(ablation, "anneal-clip", 1)
     assert row["wall_seconds"] == pytest.approx(results.training_time([{**record, "csv": path}])[0], abs=0.1)
     assert 3 * 3600 < row["wall_seconds"] < float(record["wall_seconds"]) - 3600
     monkeypatch.setattr(ablation, "finished_steps", 10_000_000)
-    assert ablations.summarize_record(ablation, "default", 1) is None
-    monkeypatch.setattr(ablation, "records", {"default": {1: "no-such-label"}})
-    assert ablations.summarize_record(ablation, "default", 1) is None
+    assert ablations.summarize_record(ablation, "anneal-clip", 1) is None
+    monkeypatch.setattr(ablation, "records", {"anneal-clip": {1: "no-such-label"}})
+    assert ablations.summarize_record(ablation, "anneal-clip", 1) is None
 
 
 def test_a_study_of_two_seeds_gives_the_difference_alone_once_all_are_in():
     """Two seeds a setting are under the 3 an interval needs (MIN_SEEDS): with both in, the effect is the
     difference of the means with no interval and no verdict, in the table and effects.csv; with one, nothing."""
     ablation = ablations.STUDIES["breakout"]
-    rows, curves = made_up(ablation, {"default": [350.0, 370.0], "no-anneal-clip": [416.0, 400.0]})
+    rows, curves = made_up(ablation, {"default": [416.0, 400.0], "anneal-clip": [350.0, 370.0]})
     found = ablations.effects(ablation, rows, curves)
     final = next(e for e in found if e["metric"] == "final_return")
-    assert (final["effect"], final["low"], final["high"]) == (48.0, None, None)
+    assert (final["effect"], final["low"], final["high"]) == (-48.0, None, None)
     assert final["verdict"] == "none: 2 seeds a side, an interval needs 3"
-    assert "| 408.0 +/- 11.3 | +48.0 (no interval) | none: 2 seeds a side, an interval needs 3 |" in \
+    assert "| 360.0 +/- 14.1 | -48.0 (no interval) | none: 2 seeds a side, an interval needs 3 |" in \
         ablations.report(ablation, rows, curves, found)
-    assert ablations.effects(ablation, *made_up(ablation, {"default": [350.0, 370.0], "no-anneal-clip": [416.0]})) == []
+    assert ablations.effects(ablation, *made_up(ablation, {"default": [416.0, 400.0], "anneal-clip": [350.0]})) == []
     cartpole = ablations.STUDIES["cartpole"]  # a study of 10 seeds with 2 in: still nothing (the rule above)
     assert ablations.effects(cartpole, *made_up(cartpole, {"default": [1.0, 2.0], "no-norm-adv": [3.0, 4.0]})) == []
 
@@ -373,23 +373,23 @@ def test_a_study_of_two_seeds_gives_the_difference_alone_once_all_are_in():
 def test_a_recorded_study_runs_nothing_and_its_dry_run_prints_the_missing_runs_commands(tmp_path, capsys,
                                                                                           monkeypatch):
     ablation = ablations.STUDIES["breakout"]
-    monkeypatch.setitem(ablation.records, "no-anneal-clip", {1: "long40m-constclip", 2: "no-such-label"})
+    monkeypatch.setitem(ablation.records, "default", {1: "long40m-constclip", 2: "no-such-label"})
     monkeypatch.setattr(ablations.grid, "run", lambda *a, **k: pytest.fail("the grid ran a 40M-frame cell"))
     results = tmp_path / "results"
     assert ablations.main(["breakout", "--dry-run", "--results-dir", str(results)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[:3] == [f"# done BreakoutNoFrameskip-v4 {s} seed {seed}"
-                         for s, seed in (("default", 1), ("no-anneal-clip", 1), ("default", 2))]
-    assert lines[3] == (
-        "python ppo_breakout_atari.py --total-timesteps 10000000 --no-cuda --vectorization-mode sync --no-anneal-clip "
+    assert lines[:2] + lines[3:] == [f"# done BreakoutNoFrameskip-v4 {s} seed {seed}"
+                                     for s, seed in (("default", 1), ("anneal-clip", 1), ("anneal-clip", 2))]
+    assert lines[2] == (
+        "python ppo_breakout_atari.py --total-timesteps 10000000 --no-cuda --vectorization-mode sync "
         "--seed 2 --exp-name no-such-label && python -m benchmarks.benchmark --script ppo_breakout_atari.py --window "
         "100 --label no-such-label --csv benchmarks/results/ppo_breakout_atari-no-such-label.csv --from-logs "
-        "'runs/BreakoutNoFrameskip-v4__no-such-label__*'  # not recorded BreakoutNoFrameskip-v4 no-anneal-clip seed 2")
+        "'runs/BreakoutNoFrameskip-v4__no-such-label__*'  # not recorded BreakoutNoFrameskip-v4 default seed 2")
     assert not results.exists()
     monkeypatch.setattr(ablations, "write_reports", lambda *a, **k: [])  # the other studies' intervals: not here
     assert ablations.main(["breakout", "--results-dir", str(results)]) == 0
     rows = read_csv(results / "breakout-runs.csv")
-    assert [(r["setting"], r["seed"]) for r in rows] == [("default", "1"), ("default", "2"), ("no-anneal-clip", "1")]
+    assert [(r["setting"], r["seed"]) for r in rows] == [("default", "1"), ("anneal-clip", "1"), ("anneal-clip", "2")]
     assert ablations.main(["breakout", "--results-dir", str(results)]) == 0  # recorded rows are not added twice
     assert len(read_csv(results / "breakout-runs.csv")) == 3
     with pytest.raises(SystemExit) as stop:

@@ -113,8 +113,8 @@ def test_precision_auto_keeps_float32_on_a_gpu(monkeypatch):
 
 
 def test_train_resume_play(tmp_path, capsys, monkeypatch):
-    result = run_script(SCRIPT, *TINY, "--eval-every", "2", "--eval-episodes", "1", "--capture-video",
-                        cwd=tmp_path)
+    result = run_script(SCRIPT, *TINY, "--anneal-clip", "--eval-every", "2", "--eval-episodes", "1",
+                        "--capture-video", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     (run_dir,) = run_dirs(tmp_path)
     checkpoint = run_dir / "checkpoint.pt"
@@ -124,7 +124,8 @@ def test_train_resume_play(tmp_path, capsys, monkeypatch):
     assert (CLEANRL_TAGS - {"charts/episodic_return", "charts/episodic_length"}) | {"eval/mean_return",
                                                                                    "charts/clip_coef"} <= set(logged)
     assert all(0 <= v <= 1 for _, v in logged["losses/vf_clipfrac"])  # the value clip's share, as clipfrac
-    # Table 5: epsilon annealed with the learning rate, 0.1 x (1 - (i - 1) / 2) for updates i = 1, 2.
+    # --anneal-clip, Table 5: epsilon annealed with the learning rate, 0.1 x (1 - (i - 1) / 2) for updates i = 1, 2
+    # (the resumed run below keeps the checkpoint's --anneal-clip without being given it).
     assert [round(v, 6) for _, v in logged["charts/clip_coef"]] == [0.1, 0.05]
     videos = list((run_dir / "videos" / "eval-512").glob("*.mp4"))
     assert len(videos) == 1 and videos[0].stat().st_size > 0
