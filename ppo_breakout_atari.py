@@ -16,16 +16,16 @@ What you should see
     The score at the published 10M steps = 40M frames (`--total-timesteps 10000000`, seeds 1 and 2, 4.5 and 4.1 h
     of training across sessions, bf16 on 2 CPU cores): the last 100 whole games 101 / 109 at 10M frames, 239 /
     246 at 20M, 416 / 424 at 40M; with `--anneal-clip` 81 / 110, 205 / 214, 350 / 370 (SB3's agent 81, 261,
-    391; CleanRL 415). Shorter runs, made with `--anneal-clip` when it was the default (the mean of the last 20
-    whole games, 2 seeds): 1.4 at 50k steps, 3.7 at 100k, 8.2 at 200k, 11.4 at 300k, 13.7 at 500k = 2M frames
-    (`--total-timesteps 500000 --no-cuda`, 14 min a seed); the default 2.5M steps = 10M frames: 27 at 1M steps,
-    52 at 2M, 49 at the end (39-60; 59 min a seed).
-    A healthy update of the 2M-frame run (`--anneal-clip`), as logged (5th-95th percentile of its 488 updates, one
-    seed):
-    approx_kl 0.00002-0.0024 (median 0.0008; 0.0003 in the second half, where the learning rate and epsilon
-    are below half their start), clipfrac 0.017-0.19 (ratios past the annealed epsilon: median 0.14 in the
-    second half too), explained_variance 0.47-0.84, entropy from ln 4 = 1.39 down to 0.98-1.09 in the second
-    half, value_loss 0.016-0.046 (on sign-clipped rewards).
+    391; CleanRL 415). At 2M frames (`--total-timesteps 500000 --no-cuda`, 14 min a seed; the mean of the last 20
+    whole games, 2 seeds): 1.4 at 50k steps, 4.4 at 100k, 10.1 at 200k, 12.3 at 300k, 13.4 at 500k
+    (`--anneal-clip`: 13.7). The script's default 2.5M steps = 10M frames, run with `--anneal-clip` when it was the
+    default: 27 at 1M steps, 52 at 2M, 49 at the end (39-60; 59 min a seed).
+    A healthy update of the 2M-frame runs, as logged (5th-95th percentile of each seed's 488 updates, the lowest
+    and the highest of 2 seeds; the median of their medians):
+    approx_kl 0.00025-0.0039 (median 0.0019; 0.0014 in the second half, where the learning rate is below half its
+    start), clipfrac 0-0.14 (median 0.061; 0.045 in the second half, as the learning rate falls toward 0),
+    explained_variance 0.41-0.87, entropy from ln 4 = 1.39 down to 0.66-0.96 in the second half, value_loss
+    0.011-0.046 (on sign-clipped rewards).
     The defaults: Table 5's 8 actors x 128 steps, learning rate 2.5e-4 annealed, epsilon 0.1 (held), 256-sample
     minibatches, gamma 0.99, lambda 0.95 and c2 0.01; CleanRL's ppo_atari.py's 4 epochs (Table 5: 3), c1 0.5
     (Table 5: 1), value clipping at 0.1 and the 0.5 gradient norm. The commands behind every figure, and the

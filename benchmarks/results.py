@@ -45,6 +45,7 @@ LONGEST_SILENCE = 600.0  # seconds: a longer gap between a run's logged points i
 MACHINES = {
     "unrecorded": "not recorded",
     "amx": "a CPU with AMX (model not recorded)",
+    "xeon-amx": "an Intel Xeon with AMX",
     "epyc": "AMD EPYC, AVX512-BF16, no AMX",
     "epyc-then-amx": "AMD EPYC (no AMX) to 294,912 steps, then an Intel Xeon with AMX",
     "epyc-family26-then-amx": "seed 1: not recorded for its first 4.3M steps, its last 5.7M on an AMD EPYC of CPU "
@@ -92,10 +93,12 @@ ROWS = [
         "whole games", "epyc", agent="breakout-annealed"),
     Row(("ppo_breakout_atari-long40m-fp32.csv",), "bf16-and-fp32-at-the-end-of-training",
         "--anneal-clip --precision fp32", "agent steps (40M frames)", "whole games", "unrecorded"),
+    Row(("ppo_breakout_atari-constclip.csv",), "2m-frames-on-2-cpu-cores-bf16-and-fp32", "",
+        "agent steps (2M frames)", "whole games", "xeon-amx"),
     Row(("ppo_breakout_atari-bf16.csv",), "2m-frames-on-2-cpu-cores-bf16-and-fp32", "--anneal-clip",
         "agent steps (2M frames)", "whole games", "amx"),
     Row(("ppo_breakout_atari-fp32.csv",), "2m-frames-on-2-cpu-cores-bf16-and-fp32",
-        "--anneal-clip --precision fp32", "agent steps (2M frames)", "whole games", "unrecorded"),
+        "--anneal-clip --precision fp32", "agent steps (2M frames)", "whole games", "unrecorded", readme=False),
     Row(("ppo_breakout_atari-bf16-10M.csv",), "10m-frames-on-2-cpu-cores",
         "--anneal-clip --eval-every 500", "agent steps (10M frames)", "whole games", "amx",
         published="as above (a quarter of their 40M frames)"),

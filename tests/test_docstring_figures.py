@@ -58,11 +58,41 @@ def test_breakout_what_you_should_see():
     held = [f"{a} / {b}" for a, b in zip(figures["long40m-constclip"], figures["long40m-constclip-seed2"])]
     annealed = ", ".join(f"{a} / {b}" for a, b in zip(figures["long40m"], figures["long40m-seed2"]))
     assert f"{held[0]} at 10M frames, {held[1]} at 20M, {held[2]} at 40M; with `--anneal-clip` {annealed}" in text
-    for name, budget in (("bf16", "(`--total-timesteps 500000 --no-cuda`, {} min a seed)"),
+    for name, budget in (("constclip", "(`--total-timesteps 500000 --no-cuda`, {} min a seed;"),
                          ("bf16-10M", "(39-60; {} min a seed)")):
         rows = read_rows(RESULTS / f"ppo_breakout_atari-{name}.csv")
         minutes = statistics.fmean(float(r["wall_seconds"]) for r in rows)
         assert budget.format(round(minutes / 60)) in text, name
+    # at 2M frames: the default's two seeds by step (the mean of their last 20 whole games), the annealed at the end
+    held = [statistics.fmean(at("ppo_breakout_atari-constclip", step)) for step in (50_000, 100_000, 200_000, 300_000,
+                                                                                      500_000)]
+    annealed = statistics.fmean(at("ppo_breakout_atari-bf16", 500_000))
+    assert (f"{held[0]:.1f} at 50k steps, {held[1]:.1f} at 100k, {held[2]:.1f} at 200k, {held[3]:.1f} at 300k, "
+            f"{held[4]:.1f} at 500k (`--anneal-clip`: {annealed:.1f})") in text
+
+
+def test_breakout_healthy_update():
+    """The docstring's healthy update: the 2M-frame default runs' diagnostics as `benchmarks.diagnostics` reads
+    them (the lowest 5th and the highest 95th percentile of the seeds, the median of their medians), to 2 digits,
+    over the whole run and over its second half."""
+    text = doc(ppo_breakout_atari)
+    rows = load_diagnostics(RESULTS / "ppo_breakout_atari-constclip-diagnostics.csv")
+
+    def spread(tag: str, part: str = "all") -> tuple[str, str, str]:
+        found = [row for row in rows if row["tag"] == f"losses/{tag}" and row["part"] == part]
+        assert len(found) == 2 and {row["count"] for row in found} == ({488} if part == "all" else {244})
+        return tuple(f"{value:.2g}" for value in (min(row["p5"] for row in found),
+                                                 statistics.median(row["median"] for row in found),
+                                                 max(row["p95"] for row in found)))
+
+    kl, kl_late = spread("approx_kl"), spread("approx_kl", "second half")
+    clip, clip_late = spread("clipfrac"), spread("clipfrac", "second half")
+    assert (f"of each seed's 488 updates, the lowest and the highest of 2 seeds; the median of their medians): "
+            f"approx_kl {kl[0]}-{kl[2]} (median {kl[1]}; {kl_late[1]} in the second half") in text
+    assert f"clipfrac {clip[0]}-{clip[2]} (median {clip[1]}; {clip_late[1]} in the second half" in text
+    variance, entropy, value = spread("explained_variance"), spread("entropy", "second half"), spread("value_loss")
+    assert (f"explained_variance {variance[0]}-{variance[2]}, entropy from ln 4 = 1.39 down to {entropy[0]}-"
+            f"{entropy[2]} in the second half, value_loss {value[0]}-{value[2]} (on sign-clipped rewards)") in text
 
 
 def at(name: str, step: int) -> list[float]:
