@@ -17,7 +17,7 @@ import ppo_mario_cnn
 import ppo_pendulum_continuous
 from benchmarks import results
 from benchmarks.core.records import curves_path, load_diagnostics, load_points, read_csv, read_rows
-from benchmarks.core.stats import active_seconds, curve_at
+from benchmarks.core.stats import active_seconds, curve_at, diagnostic_ranges
 
 RESULTS = results.RESULTS
 
@@ -47,14 +47,10 @@ def test_breakout_what_you_should_see():
         points = load_points(curves_path(RESULTS / f"{name}.csv"))
         hours.append(active_seconds([p["wall_seconds"] for p in points], results.LONGEST_SILENCE) / 3600)
     assert f"seeds 1 and 2, {hours[0]:.1f} and {hours[1]:.1f} h of training across sessions" in text
-    # each seed's last 100 whole games at 10M, 20M and 40M frames, held and annealed (--anneal-clip)
-    def last_100(name: str, seed: str, frames: int) -> float:  # as benchmarks.sb3_reference's table reads a run
-        points = load_points(curves_path(RESULTS / f"ppo_breakout_atari-{name}.csv"))
-        return curve_at(points, "charts/episodic_return", 100, frames // 4)[seed][0]
-
-    figures = {name: [f"{last_100(name, seed, frames):.0f}" for frames in (10_000_000, 20_000_000, 40_000_000)]
-               for name, seed in (("long40m-constclip", "1"), ("long40m-constclip-seed2", "2"), ("long40m", "1"),
-                                  ("long40m-seed2", "2"))}
+    # each run's last 100 whole games at 10M, 20M and 40M frames (one seed a run), held and annealed (--anneal-clip)
+    figures = {name: [f"{at(f'ppo_breakout_atari-{name}', frames // 4, window=100)[0]:.0f}"
+                      for frames in (10_000_000, 20_000_000, 40_000_000)]
+               for name in ("long40m-constclip", "long40m-constclip-seed2", "long40m", "long40m-seed2")}
     held = [f"{a} / {b}" for a, b in zip(figures["long40m-constclip"], figures["long40m-constclip-seed2"])]
     annealed = ", ".join(f"{a} / {b}" for a, b in zip(figures["long40m"], figures["long40m-seed2"]))
     assert f"{held[0]} at 10M frames, {held[1]} at 20M, {held[2]} at 40M; with `--anneal-clip` {annealed}" in text
@@ -64,11 +60,11 @@ def test_breakout_what_you_should_see():
         minutes = statistics.fmean(float(r["wall_seconds"]) for r in rows)
         assert budget.format(round(minutes / 60)) in text, name
     # at 2M frames: the default's two seeds by step (the mean of their last 20 whole games), the annealed at the end
-    held = [statistics.fmean(at("ppo_breakout_atari-constclip", step)) for step in (50_000, 100_000, 200_000, 300_000,
-                                                                                      500_000)]
+    short = [statistics.fmean(at("ppo_breakout_atari-constclip", step))
+             for step in (50_000, 100_000, 200_000, 300_000, 500_000)]
     annealed = statistics.fmean(at("ppo_breakout_atari-bf16", 500_000))
-    assert (f"{held[0]:.1f} at 50k steps, {held[1]:.1f} at 100k, {held[2]:.1f} at 200k, {held[3]:.1f} at 300k, "
-            f"{held[4]:.1f} at 500k (`--anneal-clip`: {annealed:.1f})") in text
+    assert (f"{short[0]:.1f} at 50k steps, {short[1]:.1f} at 100k, {short[2]:.1f} at 200k, {short[3]:.1f} at 300k, "
+            f"{short[4]:.1f} at 500k (`--anneal-clip`: {annealed:.1f})") in text
 
 
 def test_breakout_healthy_update():
@@ -76,14 +72,13 @@ def test_breakout_healthy_update():
     them (the lowest 5th and the highest 95th percentile of the seeds, the median of their medians), to 2 digits,
     over the whole run and over its second half."""
     text = doc(ppo_breakout_atari)
-    rows = load_diagnostics(RESULTS / "ppo_breakout_atari-constclip-diagnostics.csv")
+    ranges = {(r["tag"], r["part"]): r
+              for r in diagnostic_ranges(load_diagnostics(RESULTS / "ppo_breakout_atari-constclip-diagnostics.csv"))}
 
     def spread(tag: str, part: str = "all") -> tuple[str, str, str]:
-        found = [row for row in rows if row["tag"] == f"losses/{tag}" and row["part"] == part]
-        assert len(found) == 2 and {row["count"] for row in found} == ({488} if part == "all" else {244})
-        return tuple(f"{value:.2g}" for value in (min(row["p5"] for row in found),
-                                                 statistics.median(row["median"] for row in found),
-                                                 max(row["p95"] for row in found)))
+        found = ranges[f"losses/{tag}", part]
+        assert found["counts"] == ([488] * 2 if part == "all" else [244] * 2)
+        return tuple(f"{found[key]:.2g}" for key in ("p5", "median", "p95"))
 
     kl, kl_late = spread("approx_kl"), spread("approx_kl", "second half")
     clip, clip_late = spread("clipfrac"), spread("clipfrac", "second half")
@@ -95,11 +90,12 @@ def test_breakout_healthy_update():
             f"{entropy[2]} in the second half, value_loss {value[0]}-{value[2]} (on sign-clipped rewards)") in text
 
 
-def at(name: str, step: int) -> list[float]:
-    """Each seed's rolling mean of its last 20 training episodes at `step`, from the committed curves CSV (what
-    `python -m benchmarks.summary ... --at-steps` prints)."""
+def at(name: str, step: int, window: int = 20) -> list[float]:
+    """Each seed's rolling mean of its last `window` training episodes at `step`, from the committed curves CSV
+    (what `python -m benchmarks.summary ... --at-steps` prints; with 100, what benchmarks.sb3_reference's table
+    reads)."""
     points = load_points(curves_path(RESULTS / f"{name}.csv"))
-    return [mean for mean, _ in curve_at(points, "charts/episodic_return", 20, step).values()]
+    return [mean for mean, _ in curve_at(points, "charts/episodic_return", window, step).values()]
 
 
 def test_the_mlp_lessons_returns_by_step():
