@@ -18,7 +18,8 @@ What you should see
     and 10 epochs of 128 this lesson's own (zoo: 1e-3, 20 epochs of 256). The commands behind every figure,
     and the runs they read: benchmarks/README.md, "What a healthy run looks like".
 
-Try this (10 seeds each, benchmarks/README.md "What each detail buys": the shift in steps to solve, 95% CI)
+Try this (20 seeds each, benchmarks/README.md "What each detail buys": the shift in the AUC, the mean training return
+over the run, with its 95% interval, and the verdict of the study's Holm-corrected tests)
     python ppo_cartpole.py --gae-lambda 1  # +28.9k [21.5k, 36.2k], hurts
     python -m benchmarks.patches --patch unclipped-objective ppo_cartpole.py  # +13.1k [5.2k, 22.8k], hurts
     python ppo_cartpole.py --no-norm-adv  # -2.4k [-6.6k, 2.1k], not detected

@@ -22,7 +22,8 @@ What you should see
     one-seed sweep (zoo: 4 epochs). The commands behind every figure, and the runs they read:
     benchmarks/README.md, "What a healthy run looks like"; the sweep: its "Why these hyperparameters".
 
-Try this (5 seeds each, benchmarks/README.md "What each detail buys": the shift in the final return, 95% CI)
+Try this (5 seeds each against the default's 10, benchmarks/README.md "What each detail buys": the shift in the final
+return with its 95% interval, and the verdict of the study's Holm-corrected tests)
     python -m benchmarks.patches --patch shared-trunk ppo_lunarlander_vec.py  # -48.6 [-73.0, -23.9], hurts
     python ppo_lunarlander_vec.py --update-epochs 10  # -36.1 [-58.2, -11.5], hurts
     python ppo_lunarlander_vec.py --no-clip-vloss  # -13.9 [-34.0, 9.5], not detected

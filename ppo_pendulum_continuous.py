@@ -27,7 +27,8 @@ What you should see
     every figure, and the runs they read: benchmarks/README.md, "What a healthy run looks like"; the sweep:
     its "Why these hyperparameters".
 
-Try this (Table 1's Hopper-v5, 5 seeds each: the shift in the final return from the clipped objective's, 95% CI)
+Try this (Table 1's Hopper-v5, 5 seeds each against the default's 10: the shift in the final return from the clipped
+objective's with its 95% interval, and the verdict of the study's Holm-corrected tests)
     python -m benchmarks.ablations hopper --settings none-here --seeds 1  # -2294.7 [-2730.5, -1821.5], hurts
     python -m benchmarks.ablations hopper --settings no-norm-reward --seeds 1  # -810.2 [-1293.9, -308.2], hurts
     python -m benchmarks.ablations hopper --settings shared-trunk --seeds 1  # -1093.5 [-1815.8, -423.9], hurts

@@ -1,7 +1,7 @@
 """What each detail buys: every implementation detail and every variant's choice switched off, one at a time,
 in the lessons' own code, and the effect measured against the lesson's own defaults.
 
-    python -m benchmarks.ablations cartpole                 # 15 settings x 10 seeds of ppo_cartpole.py, 2 at a time
+    python -m benchmarks.ablations cartpole                 # 15 settings x 20 seeds of ppo_cartpole.py, 2 at a time
     python -m benchmarks.ablations lunarlander --seeds 1 2  # some of a study's seeds (--settings: some settings)
     python -m benchmarks.ablations cartpole --dry-run       # one shell line per cell not done, nothing run
     python -m benchmarks.ablations --report-only            # every study's tables and figures, from the CSVs
@@ -24,16 +24,18 @@ A run's scores (its row of <study>-runs.csv): the final return (the mean of its 
 for Hopper as in Table 1: sampled actions), the area under its learning curve (AUC: the mean over the run of the
 training return binned per --bin-steps steps, <study>-curves.csv; a detail that changes how fast a run learns and
 not where it ends shows here), the steps to solve (the first step at which the mean of the last 20 training
-episodes reaches the task's threshold; a run that never does counts as the whole budget, a lower bound) and,
+episodes reaches the task's threshold; a run that never does is censored at the budget: only its rank is known) and,
 for LunarLander, its final greedy evaluation (eval/mean_return: 10 episodes, argmax pi, at the last update).
 
-The effect of a setting on a score: its mean over seeds minus the default's, with a 95% percentile-bootstrap
-confidence interval over seeds (rliable's StratifiedIndependentBootstrap of the two groups, 10,000 resamples,
-fixed random state: the same CSVs give the same intervals), once the setting and the default have 3 seeds each
-(MIN_SEEDS; README's map says "k of n seeds" while a study is still running). The verdict, by one rule: "helps"
-when the whole interval lies on the better side of 0 (higher return or AUC, fewer steps to solve), "hurts" when
-it lies on the worse side, "not detected" otherwise; with 5 or 10 seeds, a small effect is "not detected", not
-"no effect".
+The effect of a setting on a score: its mean over seeds minus the default's, with its 95% Welch t interval, once the
+setting and the default have 3 seeds each (MIN_SEEDS; README's map says "k of n seeds" while a study is still
+running). The verdict, by one procedure (benchmarks/core/inference.py): the settings on one score are one family,
+each tested against the default with a test suited to few seeds (a permutation test of the difference of means,
+exact; Welch's t at 20 against 20; ranks for the censored steps to solve), and Holm's correction holds the chance of
+any false verdict on the score to 5%: "helps" or "hurts" where the corrected test rejects, "not detected"
+otherwise, with the smallest effect the study could have detected. A score at one value on every run of both
+(CartPole's 500) is "at the ceiling": no test. `python -m benchmarks.aa_check` measures the procedure's error on
+the defaults' own runs and on simulated studies with no effect anywhere.
 
 Outputs, under --results-dir (benchmarks/results/ablations/): <study>-runs.csv and <study>-curves.csv (the
 record), <study>.md (the table), <study>.png (each setting's curve beside the default's), effects.csv (every
@@ -51,17 +53,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks import mujoco_grid
-from benchmarks.core import grid, plots, runs, stats
+from benchmarks.core import grid, inference, plots, runs, stats
 from benchmarks.core.launch import ROOT
 from benchmarks.core.records import DECIMALS, curves_path, load_points, read_csv, write_csv
 
 RESULTS = ROOT / "benchmarks" / "results" / "ablations"
-# Bootstrap resamples per interval. rliable's default, 50,000, took 4.1 to 5.3 s an interval here beside a
-# training run (arch resamples in a Python loop: 44 intervals for CartPole alone); 10,000 took 0.6 to 3.9 s and,
-# on six of CartPole's intervals, moved no bound by more than 2% of the interval's width (tests/test_ablations.py
-# holds one to 5%).
-REPS = 10_000
-MIN_SEEDS = 3  # an effect is computed once the setting and the default have this many seeds each
+MIN_SEEDS = 3  # an effect is tested once the setting and the default have this many seeds each
 RECORD = ROOT / "benchmarks" / "README.md"  # its ablation-<study> markers hold each study's table
 
 
@@ -104,6 +101,7 @@ class Ablation:
     settings: dict[str, Setting]
     seeds: list[int]
     metrics: list[Metric]
+    default_seeds: list[int] | None = None  # the default's seeds, where it runs more than the settings (None: seeds)
     final_episodes: int = 20
     threshold: float | None = None
     bin_steps: int = 5000
@@ -120,6 +118,10 @@ class Ablation:
     @property
     def default(self) -> str:
         return next(iter(self.settings))
+
+    def seeds_of(self, setting: str) -> list[int]:
+        """The seeds a setting runs: the default's own list where it has one, else the study's."""
+        return self.default_seeds or self.seeds if setting == self.default else self.seeds
 
     @property
     def step_unit(self) -> str:
@@ -174,14 +176,15 @@ STUDIES = {
          "no-entropy": NO_ENTROPY,
          "split-networks": Setting("split actor and critic instead of one shared trunk", patches=("split-networks",),
                                    detail="13. shared or separate networks")},
-        seeds=list(range(1, 11)), metrics=[SOLVE, FINAL, AUC], threshold=475.0),
+        seeds=list(range(1, 21)), metrics=[AUC, SOLVE, FINAL], threshold=475.0),
     "lunarlander": Ablation(
         "lunarlander", "ppo_lunarlander_vec.py", "LunarLander-v3", 1_000_000,
         {"default": Setting("the lesson's defaults"), "unclipped-objective": UNCLIPPED,
          "no-clip-vloss": Setting("value-loss clipping off", ("--no-clip-vloss",), detail="9. value-loss clipping"),
          **common_settings(20), "no-entropy": NO_ENTROPY, "target-kl": TARGET_KL, "shared-trunk": SHARED,
          "one-env": ONE_ENV},
-        seeds=list(range(1, 6)), metrics=[FINAL, AUC, EVAL, SOLVE], threshold=200.0, bin_steps=25_000),
+        seeds=list(range(1, 6)), default_seeds=list(range(1, 11)), metrics=[FINAL, AUC, EVAL, SOLVE],
+        threshold=200.0, bin_steps=25_000),
     # Hopper at Table 1's settings, its runs named as Table 1's are (table1-<setting>), every cell run on the study's
     # machine. Its default and its unclipped objective are Table 1's clip0.2 and none run again ("-here"): Table 1's
     # own seeds 1-3 ran in another session and did not reproduce on this one (benchmarks/README, Hopper's section).
@@ -199,8 +202,8 @@ STUDIES = {
                                 detail="7. observation clipping"),
          "no-norm-reward": Setting("reward scaling off", ("--no-norm-reward",), detail="8. reward scaling"),
          "target-kl": TARGET_KL, "shared-trunk": SHARED, "one-env": ONE_ENV},
-        seeds=list(range(1, 6)), metrics=[FINAL, AUC], final_episodes=100, bin_steps=25_000,
-        flags=mujoco_grid.COMMON_FLAGS, exp_prefix="table1"),
+        seeds=list(range(1, 6)), default_seeds=list(range(1, 11)), metrics=[FINAL, AUC], final_episodes=100,
+        bin_steps=25_000, flags=mujoco_grid.COMMON_FLAGS, exp_prefix="table1"),
     # Breakout's one disputed detail at the published budget (issue 46, item 6): epsilon held (CleanRL's
     # ppo_atari.py, the lesson's default since this study) or annealed with the learning rate (the paper's Table 5,
     # SB3). Its cells are the 40M-frame runs of benchmarks/README, each alone on 2 cores, bf16 (--precision auto);
@@ -220,8 +223,8 @@ STUDIES = {
 RUNS_FIELDS = ["task", "setting", "seed", "final_return", "steps_to_solve", "eval_return", "episodes", "steps",
                "wall_seconds", "processor", "run_dir", "acted"]
 CURVE_FIELDS = ["task", "setting", "seed", "step", "mean_return"]
-EFFECT_FIELDS = ["study", "task", "setting", "detail", "metric", "runs", "default_runs", "mean", "effect", "low",
-                 "high", "verdict", "acted"]
+EFFECT_FIELDS = ["study", "task", "setting", "detail", "metric", "runs", "default_runs", "score", "effect", "low",
+                 "high", "verdict", "test", "p", "p_holm", "family", "detectable", "solved", "acted"]
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -345,7 +348,11 @@ def recorded(ablation: Ablation, results_dir: Path) -> tuple[list[dict], list[di
 
 
 def cells_of(ablation: Ablation, settings: list[str] | None, seeds: list[int] | None) -> list[grid.Cell]:
-    return grid.cells(ablation.script, [ablation.task], settings or list(ablation.settings), seeds or ablation.seeds)
+    """The cells of `settings` (default: all) at `seeds` (default: each setting's own, Ablation.seeds_of), seed by
+    seed as grid.cells orders them."""
+    every = grid.cells(ablation.script, [ablation.task], settings or list(ablation.settings),
+                       seeds or sorted(set(ablation.seeds) | set(ablation.default_seeds or [])))
+    return [c for c in every if seeds or c.seed in ablation.seeds_of(c.setting)]
 
 
 def collect(ablation: Ablation, study: grid.Study, cells: list[grid.Cell], results_dir: Path,
@@ -461,60 +468,45 @@ def scores(ablation: Ablation, rows: list[dict], curves: list[dict], metric: Met
     return found
 
 
-def effect_interval(setting: list[float], default: list[float], reps: int | None = None) -> tuple[float, float, float]:
-    """mean(setting) - mean(default) and its 95% percentile-bootstrap interval: rliable's stratified bootstrap
-    of each group's runs on its own (StratifiedIndependentBootstrap), a fixed random state."""
-    import warnings
-
-    import numpy as np
-    from rliable import library
-
-    warnings.filterwarnings("ignore", "random_state is deprecated", FutureWarning)  # arch's, under rliable 1.2
-    x, y = np.asarray(setting, dtype=float)[:, None], np.asarray(default, dtype=float)[:, None]
-    difference = lambda a, b: np.array([a.mean() - b.mean()])  # noqa: E731
-    # rliable 1.2's StratifiedIndependentBootstrap draws its resamples from NumPy's global generator whatever
-    # random_state says (its _get_indices calls np.random.choice): that generator is seeded here, then put back.
-    saved = np.random.get_state()
-    np.random.seed(0)
-    try:
-        point, interval = library.get_interval_estimates({"effect": (x, y)}, difference, reps=reps or REPS,
-                                                         random_state=np.random.RandomState(0))
-    finally:
-        np.random.set_state(saved)
-    return float(point["effect"][0]), float(interval["effect"][0, 0]), float(interval["effect"][1, 0])
-
-
-def verdict(low: float, high: float, higher_is_better: bool = True) -> str:
-    """The rule: the whole 95% interval on the better side of 0 helps, on the worse side hurts; else not
-    detected."""
-    if low > 0 or high < 0:
-        better = low > 0 if higher_is_better else high < 0
-        return "helps" if better else "hurts"
-    return "not detected"
-
-
 def effects(ablation: Ablation, rows: list[dict], curves: list[dict]) -> list[dict]:
-    """Every setting's effect on every score, against the default's, with interval and verdict."""
+    """Every setting's effect on every score against the default's, with its interval, test, Holm-corrected
+    verdict and detectable effect (benchmarks/core/inference.py: the settings on one score are one family)."""
     found = []
     for metric in ablation.metrics:
         by_setting = scores(ablation, rows, curves, metric)
         default = by_setting.get(ablation.default, [])
+        family = []
         for name, setting in ablation.settings.items():
             values = by_setting.get(name, [])
             seeds = min(len(values), len(default))
             if name == ablation.default or seeds < MIN_SEEDS and not (seeds == len(ablation.seeds) > 1):
                 continue
-            # to effects.csv's decimals here, so that the table and the map (read from the CSV) print one figure
-            if seeds < MIN_SEEDS:  # a study of fewer seeds than an interval needs, all run: the difference alone
-                effect, low, high = round(statistics.fmean(values) - statistics.fmean(default), DECIMALS), None, None
+            if seeds < MIN_SEEDS:  # a study of fewer seeds than a test needs, all run: the difference alone
+                c = inference.Comparison(statistics.fmean(values) - statistics.fmean(default), None, None, None,
+                                         f"none: {seeds} seeds a side, a test needs {MIN_SEEDS}", None,
+                                         verdict=f"none: {seeds} seeds a side, a test needs {MIN_SEEDS}")
+            elif metric is SOLVE:
+                budget = max(float(r["steps"]) for r in rows)
+                c = inference.compare_censored(values, default, budget, metric.higher_is_better)
             else:
-                effect, low, high = (round(x, DECIMALS) for x in effect_interval(values, default))
-            found.append({"study": ablation.name, "task": ablation.task, "setting": name, "detail": setting.detail or "",
-                          "metric": metric.name, "runs": len(values), "default_runs": len(default),
-                          "mean": round(statistics.fmean(values), DECIMALS), "effect": effect, "low": low, "high": high,
-                          "verdict": verdict(low, high, metric.higher_is_better) if low is not None else
-                          f"none: {seeds} seeds a side, an interval needs {MIN_SEEDS}",
-                          "acted": acted_total([r for r in rows if r["setting"] == name]) if setting.acts else None})
+                c = inference.compare_means(values, default, metric.higher_is_better)
+            family.append((name, setting, values, default, c))
+        inference.family([c for *_, c in family])
+        for name, setting, values, default, c in family:
+            center = statistics.median if metric is SOLVE else statistics.fmean
+            # to effects.csv's decimals here, so that the table and the map (read from the CSV) print one figure
+            rounded = lambda x: None if x is None else round(x, DECIMALS)  # noqa: E731
+            found.append({
+                "study": ablation.name, "task": ablation.task, "setting": name, "detail": setting.detail or "",
+                "metric": metric.name, "runs": len(values), "default_runs": len(default),
+                "score": round(center(values), DECIMALS), "effect": round(c.effect, DECIMALS), "low": rounded(c.low),
+                "high": rounded(c.high), "verdict": c.verdict, "test": c.test,
+                "p": None if c.p is None else f"{c.p:.4g}",  # strings: write_csv rounds floats to 3 decimals
+                "p_holm": None if c.p_holm is None else f"{c.p_holm:.4g}",
+                "family": sum(1 for *_, f in family if f.p is not None), "detectable": rounded(c.detectable),
+                "solved": f"{sum(1 for r in rows if r['setting'] == name and r['steps_to_solve'] not in ('', None))}"
+                          f"/{len(values)}" if metric is SOLVE else None,
+                "acted": acted_total([r for r in rows if r["setting"] == name]) if setting.acts else None})
     return found
 
 
@@ -528,29 +520,57 @@ def number(value: float, metric: Metric) -> str:
 
 
 def interval_text(e: dict, metric: Metric) -> str:
-    """'-45.2 [-80.1, -12.0]', steps in thousands ('+12.3k [3.1k, 20.0k]'); '+56.3 (no interval)' where the
-    study has too few seeds for one."""
+    """'-45.2 [-80.1, -12.0]', steps in thousands ('+12.3k [3.1k, 20.0k]'); '+13.1k (medians)' for steps to solve
+    (a rank test, no interval), '>= +751.1k (medians; 1 of 5 solved)' where half the setting's runs or more never
+    solved (its median is the budget: the effect is a lower bound); 'none: 500 on every run of both' where every
+    run of both is at one value (a ceiling); '+56.3 (no interval)' where the study has too few seeds for one."""
     sign = lambda v: ("" if number(v, metric)[0] in "-0" else "+") + number(v, metric)  # noqa: E731
-    if not has_interval(e):
-        return f"{sign(e['effect'])} (no interval)"
-    return f"{sign(e['effect'])} [{number(e['low'], metric)}, {number(e['high'], metric)}]"
+    if has_interval(e):
+        return f"{sign(e['effect'])} [{number(e['low'], metric)}, {number(e['high'], metric)}]"
+    if e.get("verdict") == "at the ceiling":
+        return f"none: {float(e['score']):g} on every run of both"
+    if metric is SOLVE and e.get("p") not in ("", None):
+        solved, runs = (int(k) for k in str(e.get("solved") or "0/0").split("/"))
+        if runs and 2 * solved <= runs:  # the setting's median is an unsolved run's: the budget, a lower bound
+            return f">= {sign(e['effect'])} (medians; {solved} of {runs} solved)"
+        return f"{sign(e['effect'])} (medians)"
+    return f"{sign(e['effect'])} (no interval)"
+
+
+def verdict_text(e: dict, metric: Metric) -> str:
+    """The verdict as a table, the map and "Try this" print it: 'hurts (Holm p 0.0040)'; 'not detected (could
+    detect 412.5)' where the study could have detected an effect of that size (4 times in 5), 'not detected (Holm
+    p 0.31)' where no such size is computed (a rank test), 'not detected (nothing detectable: 5 against 5 runs)'
+    where no split of the runs could pass the family's correction; the others as they are."""
+    if e["verdict"] in ("helps", "hurts"):
+        return f"{e['verdict']} (Holm p {float(e['p_holm']):.2g})"
+    if e["verdict"] == "not detected":
+        if e.get("detectable") not in ("", None):
+            if float(e["detectable"]) == float("inf"):
+                return f"not detected (nothing detectable: {e['runs']} against {e['default_runs']} runs)"
+            return f"not detected (could detect {number(float(e['detectable']), metric)})"
+        return f"not detected (Holm p {float(e['p_holm']):.2g})"
+    return e["verdict"]
 
 
 def has_interval(e: dict) -> bool:
-    """Whether an effect (in memory, or an effects.csv row) has an interval: not where its study has too few seeds."""
+    """Whether an effect (in memory, or an effects.csv row) has an interval: not where its study has too few seeds,
+    nor for a rank test or a score at the ceiling."""
     return e["low"] not in ("", None)
 
 
 def effect_values(e: dict) -> dict:
-    """An effects.csv row's effect and interval as numbers (None where it has no interval)."""
-    return {k: float(e[k]) if e[k] not in ("", None) else None for k in ("effect", "low", "high")}
+    """An effects.csv row with its figures as numbers (None where it has none), the rest as it is."""
+    numbers = {k: float(e[k]) if e.get(k) not in ("", None) else None
+               for k in ("effect", "low", "high", "detectable", "p", "p_holm")}
+    return {**e, **numbers}
 
 
 def report(ablation: Ablation, rows: list[dict], curves: list[dict], found: list[dict]) -> str:
     metrics = ablation.metrics
     by_setting = {m.name: scores(ablation, rows, curves, m) for m in metrics}
     head = "| setting | what it changes | runs | " + " | ".join(
-        f"{m.label} | effect [95% CI] | verdict" for m in metrics) + " | min / cell |"
+        f"{m.label} | effect {'(medians)' if m is SOLVE else '[95% CI]'} | verdict" for m in metrics) + " | min / cell |"
     lines = [f"{ablation.script} on {ablation.task}, {ablation.total_timesteps:,} {ablation.steps} a run, one change "
              f"per setting against the default (the first row). " + scores_text(ablation), "",
              head, "|---" * (4 + 3 * len(metrics)) + "|"]
@@ -566,8 +586,8 @@ def report(ablation: Ablation, rows: list[dict], curves: list[dict], found: list
             shown = stats.mean_std(values, ".1f") if values else "-"
             if m is SOLVE:
                 solved = sum(1 for r in done if r["steps_to_solve"] not in ("", None))
-                shown = f"{stats.mean_std([v / 1000 for v in values], '.1f')}k ({solved}/{len(done)} solved)"
-            cells += [shown, interval_text(e, m) if e else "-", e["verdict"] if e else "-"]
+                shown = f"median {number(statistics.median(values), m)} ({solved}/{len(done)} solved)"
+            cells += [shown, interval_text(e, m) if e else "-", verdict_text(e, m) if e else "-"]
         how = " ".join([*setting.flags, *(f"--patch {p}" for p in setting.patches)])
         how = f" (`{how}`)" if how else ""
         walls = [float(r["wall_seconds"]) for r in done if r.get("wall_seconds") not in ("", None)]
@@ -595,15 +615,25 @@ def scores_text(ablation: Ablation) -> str:
              "over the run"]
     if SOLVE in ablation.metrics:
         parts.append(f"steps to solve: the first step where the mean of the last 20 training episodes reaches "
-                     f"{ablation.threshold:g} (a run that never does counts as the budget)")
+                     f"{ablation.threshold:g} (a run that never does is censored at the budget: it is known only to "
+                     "solve later, so this score gets its median, how many solved, and a rank test)")
     if EVAL in ablation.metrics:
         parts.append("greedy eval: the last update's evaluation, 10 episodes of argmax pi")
-    few = len(ablation.seeds) < MIN_SEEDS
-    return ("; ".join(parts) + ". Each: mean +/- std over seeds; effect: the setting's mean minus the default's, "
-            "95% bootstrap CI over seeds (rliable); verdict: helps / hurts when the whole interval is on one side "
-            "of 0, else not detected" + (f" (with {len(ablation.seeds)} seeds a setting, under the {MIN_SEEDS} an "
-                                         "interval needs: the difference alone, and no verdict)" if few else "")
-            + ". min / cell: training minutes per run, " + ("both cores." if ablation.records else "one thread."))
+    if len(ablation.seeds) < MIN_SEEDS:
+        return ("; ".join(parts) + f". Each: mean +/- std over seeds; effect: the setting's mean minus the default's; "
+                f"with {len(ablation.seeds)} seeds a setting, under the {MIN_SEEDS} a test needs: the difference "
+                "alone, no interval and no verdict. min / cell: training minutes per run, "
+                + ("both cores." if ablation.records else "one thread."))
+    return ("; ".join(parts) + ". Each: mean +/- std over seeds; effect: the setting's mean minus the default's, with "
+            "its 95% Welch t interval. Verdict: the settings on one score are one family; each is tested against "
+            "the default (a permutation test of the difference of means, exact where the runs' splits number "
+            f"{inference.EXACT_SPLITS:,} or fewer, else Welch's t; ranks for steps to solve) and the family is "
+            "Holm-corrected, so that the chance of any false verdict on a score is 5%: helps / hurts where the "
+            "corrected test rejects (its Holm-adjusted p), else not detected, with the smallest effect the study "
+            "could have detected (4 times in 5, at Holm's strictest level); at the ceiling: every run of both at one "
+            "value, no test (benchmarks/core/inference.py). The interval is the effect's size, not the verdict: one "
+            "that misses 0 can still be not detected once the family is counted. min / cell: training minutes per "
+            "run, " + ("both cores." if ablation.records else "one thread."))
 
 
 def plot_curves(ablation: Ablation, rows: list[dict], curves: list[dict], path: Path) -> None:
@@ -653,8 +683,8 @@ def plot_effects(found: list[dict], path: Path) -> None:
         ax.invert_yaxis()
         ax.set_title(f"{ablation.task}: effect on {metric.label}")
         ax.grid(alpha=0.3)
-    figure.suptitle("Each setting minus the default, 95% bootstrap CI over seeds (green helps, red hurts, "
-                    "gray not detected)")
+    figure.suptitle("Each setting minus the default (mean over seeds), 95% Welch t interval; the verdict by the "
+                    "study's Holm-corrected tests (green helps, red hurts, gray not detected)")
     figure.tight_layout()
     plots.save(figure, path, dpi=70)
 
@@ -699,7 +729,8 @@ ATARI = "not in the studies: a Breakout run is 40M frames (its study is epsilon'
 
 def map_column(detail: str, group: str, found: list[dict]) -> str:
     """The map's cell for one detail: each setting that measured it, on each study's leading score, as
-    "`setting` Task score: effect [low, high] verdict"; or why it is not measured (yet)."""
+    "`setting` Task score: effect [low, high] verdict (Holm p, or what it could have detected)"; or why it is not
+    measured (yet)."""
     parts, pending = [], {}
     for ablation in STUDIES.values():
         leading = ablation.metrics[0]
@@ -715,7 +746,8 @@ def map_column(detail: str, group: str, found: list[dict]) -> str:
                 value = effect_values(e)
                 partial = f" ({e['runs']} of {len(ablation.seeds)} seeds)" if int(e["runs"]) < len(ablation.seeds) else ""
                 inert = acted_text(setting, e.get("acted") or None)
-                parts.append(f"`{name}` {task} {leading.label}: {interval_text(value, leading)} {e['verdict']}{partial}"
+                parts.append(f"`{name}` {task} {leading.label}: {interval_text(value, leading)} "
+                             f"{verdict_text(e, leading)}{partial}"
                              + (f", but {inert}" if inert else ""))
     parts += [f"`{name}` not run yet on {', '.join(tasks)}" for name, tasks in pending.items()]
     if parts:
@@ -734,8 +766,9 @@ TRY_THIS = {
 
 def try_this(script: str, found: list[dict]) -> list[str]:
     """The docstring's "Try this" lines of `script`: the command a learner types for each setting, then what it
-    did to the study's leading score (its header names it), e.g. `python ppo_cartpole.py --no-norm-adv  # +12.3k
-    [3.1k, 20.0k], hurts`."""
+    did to the study's leading score (its header names it), e.g. `python ppo_cartpole.py --no-norm-adv  # +4.5
+    [-6.7, 16.0], not detected (could detect 30.1)`. A study at other flags than the lesson's (Hopper at Table 1's)
+    gives its own command, with the seeds its figure took."""
     study, settings = TRY_THIS[script]
     ablation = STUDIES[study]
     metric = ablation.metrics[0]
@@ -746,17 +779,16 @@ def try_this(script: str, found: list[dict]) -> list[str]:
         command = " ".join(["python", *(f"-m benchmarks.patches --patch {p}" for p in setting.patches), script,
                             *setting.flags])
         if ablation.flags:  # a study at other flags than the lesson's defaults (Hopper at Table 1's): its own cell
-            command = f"python -m benchmarks.ablations {study} --settings {name} --seeds 1"
-        value = effect_values(e)
-        lines.append(f"{command}  # {interval_text(value, metric)}, {e['verdict']}")
+            command = f"python -m benchmarks.ablations {study} --settings {name} --seeds {' '.join(map(str, ablation.seeds))}"
+        lines.append(f"{command}  # {interval_text(effect_values(e), metric)}, {verdict_text(e, metric)}")
     return lines
 
 
 def write_try_this(path: Path, lines: str) -> None:
-    """Replace the lines under the docstring's "Try this" header (up to the blank line, none yet under a new
-    header) by `lines`."""
+    """Replace the lines under the docstring's "Try this" header (its parenthesis may run over several lines; up to
+    the blank line, none yet under a new header) by `lines`."""
     text = path.read_text()
-    start = text.index("\n", text.index("\nTry this (") + 1) + 1
+    start = text.index(")\n", text.index("\nTry this (")) + 2
     end = start - 1 if text.startswith("\n", start) else text.index("\n\n", start)
     path.write_text(text[:start] + lines + text[end:])
 

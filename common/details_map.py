@@ -147,7 +147,7 @@ def table(root: Path = ROOT) -> str:
 
     found = ablations.read_effects(root / "benchmarks" / "results" / "ablations")
     lines = ["| group | detail | " + " | ".join(f"`{lesson.name}`" for lesson in LESSONS)
-             + " | switched off or changed: effect on the study's score, 95% CI |",
+             + " | switched off or changed: effect on the study's leading score [95% CI], Holm-corrected verdict |",
              "|---|---|" + "---|" * (len(SCRIPTS) + 1)]
     for group, detail, entries in DETAILS:
         cells = [cell(script, entries[script], root) for script in SCRIPTS]

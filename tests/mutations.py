@@ -128,10 +128,16 @@ MUTATIONS = [
              "rewritten (survived: the old test holds by construction)",
              [("# eps 1e-5 instead of Adam's default 1e-8", "# eps=1e-5 instead of Adam's default 1e-8")],
              ["tests/test_details_map.py"], after=["-m", "common.details_map", "--write"]),
-    Mutation("ablation-verdict-sign", "the ablation studies' verdict: an interval below 0 called 'helps' for a "
+    Mutation("ablation-verdict-sign", "the ablation studies' verdict: an effect below the default called better on a "
              "score where higher is better (the sides swapped)",
-             [("better = low > 0 if higher_is_better else high < 0", "better = high < 0 if higher_is_better else low > 0")],
-             ["tests/test_ablations.py::test_the_verdict_rule"], files="benchmarks/ablations.py"),
+             [("effect > 0 if higher_is_better else effect < 0", "effect < 0 if higher_is_better else effect > 0")],
+             ["tests/test_ablations.py::test_the_verdicts_sides_on_each_kind_of_score"],
+             files="benchmarks/core/inference.py"),
+    Mutation("ablation-family-size-1", "the ablation studies' correction: each setting tested at 5% alone, as if its "
+             "family held one comparison (Holm's ALPHA / (m - k) made ALPHA)",
+             [("stopped = stopped or pvalues[i] > ALPHA / (m - k)", "stopped = stopped or pvalues[i] > ALPHA")],
+             ["tests/test_inference.py::test_the_aa_check_holds_the_family_wise_error"],
+             files="benchmarks/core/inference.py"),
     Mutation("ablation-acted-counts-zeros", "the ablation studies' acts check: an update whose check logged 0 counted "
              "as one where the change acted (so an inert change would never be named as such)",
              [("sum(1 for v in values if v > 0)", "sum(1 for v in values if v >= 0)")],
@@ -139,8 +145,8 @@ MUTATIONS = [
              files="benchmarks/ablations.py"),
     Mutation("ablation-effects-unrounded", "the ablation studies' effects formatted in the table unrounded, while the "
              "map and the lessons' Try this read them from effects.csv's 3 decimals (one interval, two figures)",
-             [("effect, low, high = (round(x, DECIMALS) for x in effect_interval(values, default))",
-               "effect, low, high = effect_interval(values, default)")],
+             [("rounded = lambda x: None if x is None else round(x, DECIMALS)  # noqa: E731",
+               "rounded = lambda x: x  # noqa: E731")],
              ["tests/test_ablations.py::test_an_interval_end_on_a_rounding_edge_prints_as_the_csv_gives_it"],
              files="benchmarks/ablations.py"),
     Mutation("ablation-patch-keeps-bootstrap", "the no-bootstrap patch passes the truncated episodes' V(final obs) on",

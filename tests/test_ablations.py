@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from benchmarks import ablations, patches
-from benchmarks.core import grid
+from benchmarks.core import grid, inference
 from benchmarks.core.records import read_csv, write_csv
 from conftest import ROOT
 
@@ -150,24 +150,18 @@ def test_every_patch_is_used_by_a_study_and_every_setting_patch_exists():
 # ---------------------------------------------------------------------------------------------------------
 # Effects, intervals, verdicts
 # ---------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("low,high,higher_is_better,expected", [
-    (1.0, 3.0, True, "helps"), (-3.0, -1.0, True, "hurts"), (-1.0, 3.0, True, "not detected"),
-    (0.0, 3.0, True, "not detected"), (0.0, 0.0, True, "not detected"),
-    (1.0, 3.0, False, "hurts"), (-3.0, -1.0, False, "helps"), (-3.0, 0.0, False, "not detected")])
-def test_the_verdict_rule(low, high, higher_is_better, expected):
-    assert ablations.verdict(low, high, higher_is_better) == expected
-
-
-def test_the_effect_and_its_bootstrap_interval_on_made_up_numbers():
-    effect, low, high = ablations.effect_interval([10.0, 11.0, 12.0, 13.0, 14.0], [0.0, 1.0, 2.0, 3.0, 4.0])
-    assert effect == pytest.approx(10.0)
-    # each group's mean resampled on its own: the difference of two means of 5 draws from a range of 4
-    assert 7.0 < low < 10.0 < high < 13.0 and high - low > 2.0
-    again = ablations.effect_interval([10.0, 11.0, 12.0, 13.0, 14.0], [0.0, 1.0, 2.0, 3.0, 4.0])
-    assert again == (effect, low, high)  # seeded: the same interval, to the last bit
-    assert ablations.effect_interval([500.0] * 4, [500.0] * 4) == (0.0, 0.0, 0.0)
-    effect, low, high = ablations.effect_interval([1.0, 5.0, 2.0], [2.0, 4.0, 3.0])
-    assert low < 0 < high and ablations.verdict(low, high) == "not detected"
+def test_the_verdicts_sides_on_each_kind_of_score():
+    """A clear effect (10 against 5 runs, every setting run beyond every default run) in a family of one: on a
+    score where higher is better, above the default helps and below hurts; on steps to solve, the other way."""
+    low, high = [0.0, 1.0, 2.0, 3.0, 4.0], [float(v) for v in range(10, 20)]
+    for setting, default, higher_is_better, expected in ((high[:5], low * 2, True, "helps"),
+                                                         (low, high, True, "hurts"),
+                                                         (high[:5], low * 2, False, "hurts"),
+                                                         (low, high, False, "helps")):
+        found = inference.family([inference.compare_means(setting, default, higher_is_better)])
+        assert found[0].verdict == expected
+    solve = inference.family([inference.compare_censored(low, high, budget=100.0, higher_is_better=False)])
+    assert solve[0].verdict == "helps"  # solved sooner
 
 
 def made_up(ablation, values: dict[str, list[float]], unsolved: set = frozenset()):
@@ -192,34 +186,36 @@ def test_scores_count_an_unsolved_run_as_the_budget_and_auc_is_the_curves_mean()
         "default": [0.75, 1.5, 2.25], "no-norm-adv": [2.25, 3.0, 3.75]}
     found = ablations.effects(ablation, rows, curves)
     solve = next(e for e in found if e["metric"] == "steps_to_solve")
-    assert solve["setting"] == "no-norm-adv" and solve["effect"] == pytest.approx((30_000 + 99_840 + 50_000) / 3 - 20_000)
+    # censored: the medians' difference (50,000 - 20,000), how many solved, and the rank test
+    assert solve["setting"] == "no-norm-adv" and solve["effect"] == 30_000.0 and solve["solved"] == "2/3"
+    assert solve["test"] == "rank permutation, exact" and solve["low"] is None
     # two seeds are too few for an interval: no effect until each side has MIN_SEEDS (3)
     assert ablations.effects(ablation, *made_up(ablation, {"default": [1.0, 2.0], "no-norm-adv": [3.0, 4.0]})) == []
 
 
-def test_the_maps_column_from_a_made_up_effects_file(tmp_path, monkeypatch):
-    monkeypatch.setattr(ablations, "REPS", 1000)  # the intervals' exact bounds do not matter here
+def test_the_maps_column_from_a_made_up_effects_file(tmp_path):
     ablation = ablations.STUDIES["cartpole"]
     rows, curves = made_up(ablation, {"default": [400.0, 410.0, 420.0], "no-norm-adv": [300.0, 310.0, 305.0],
                                       "default-init": [405.0, 395.0, 430.0]})
     write_csv(tmp_path / "effects.csv", ablations.effects(ablation, rows, curves), ablations.EFFECT_FIELDS)
     found = ablations.read_effects(tmp_path)
     column = ablations.map_column("7. advantage normalization", "core", found)
-    # steps to solve (CartPole's leading score): 10,000 x the final return, so 1.05M fewer... on made-up numbers
-    assert column.startswith("`no-norm-adv` CartPole steps to solve: -1050.0k [")
-    assert column.endswith("] helps (3 of 10 seeds); `no-norm-adv` not run yet on LunarLander, Hopper")
+    # the AUC (CartPole's leading score): the made-up curves' mean, 0.75 x the final return; 3 against 3 runs
+    # have 20 splits, so a p no lower than 0.1: nothing detectable, however large
+    assert column.startswith("`no-norm-adv` CartPole AUC: -78.8 [")  # 0.75 x (305 - 410)
+    assert column.endswith("] not detected (nothing detectable: 3 against 3 runs) (3 of 20 seeds); "
+                           "`no-norm-adv` not run yet on LunarLander, Hopper")
     init = ablations.map_column("2. orthogonal init, constant bias", "core", found)
-    assert "`default-init` CartPole steps to solve: " in init and "not detected" in init
+    assert "`default-init` CartPole AUC: " in init and "not detected" in init
     assert "`policy-init-1` not run yet on CartPole, LunarLander, Hopper" in init
     assert ablations.map_column("5. grayscale 84 x 84 (WarpFrame)", "Atari", found) == ablations.ATARI
     assert ablations.map_column("12. debug variables (approx_kl, clipfrac, ...)", "core", found).startswith("logging")
 
 
-def test_a_change_that_never_acted_is_named_as_such_in_the_table_and_the_map(monkeypatch):
+def test_a_change_that_never_acted_is_named_as_such_in_the_table_and_the_map():
     """Hopper's clip-vloss checks losses/vf_clipfrac: where it was 0 in every update of every run, the change ran
     the default's algorithm, and the table and the map say that its interval compares two samples of one recipe;
     where it acted in one update, neither says so."""
-    monkeypatch.setattr(ablations, "REPS", 1000)
     ablation = ablations.STUDIES["hopper"]
     rows, curves = made_up(ablation, {"clip0.2-here": [2500.0, 2600.0, 2700.0], "clip-vloss": [2900.0, 3000.0, 3100.0]})
     for row in rows:
@@ -229,7 +225,7 @@ def test_a_change_that_never_acted_is_named_as_such_in_the_table_and_the_map(mon
     note = "it never acted (losses/vf_clipfrac 0 in all 1464 updates)"
     assert f"`clip-vloss`: {note}" in ablations.report(ablation, rows, curves, found)
     column = ablations.map_column("9. value-loss clipping", "core", found)
-    assert f"`clip-vloss` Hopper final return: +400.0 [" in column and f"helps (3 of 5 seeds), but {note}" in column
+    assert f"`clip-vloss` Hopper final return: +400.0 [" in column and f"runs) (3 of 5 seeds), but {note}" in column
     rows[-1]["acted"] = "1/488"
     found = ablations.effects(ablation, rows, curves)
     assert {e["acted"] for e in found} == {"1/1464"}
@@ -263,24 +259,34 @@ def test_acted_counts_the_updates_where_the_logged_check_was_above_0(tmp_path):
 
 
 def test_the_committed_effects_are_the_ones_the_committed_runs_give():
-    """effects.csv holds an effect for every setting and score that has runs, and each is the one the committed
-    runs and curves CSVs give (recomputed here for four of CartPole's settings on its leading score: an interval
-    takes about a second)."""
+    """effects.csv holds an effect for every setting and score that has runs, and every figure of it (the effect,
+    the interval, the test's p, Holm's p, the verdict, the detectable effect) is the one the committed runs and
+    curves CSVs give: recomputed here for every study."""
     committed = read_csv(ablations.RESULTS / "effects.csv")
     cartpole = ablations.STUDIES["cartpole"]
     assert {(e["setting"], e["metric"]) for e in committed if e["study"] == "cartpole"} == {
         (s, m.name) for s in list(cartpole.settings)[1:] for m in cartpole.metrics}
-    ablation = ablations.STUDIES["cartpole"]
+    again = []
+    for ablation in ablations.STUDIES.values():
+        again += ablations.effects(ablation, *ablations.recorded(ablation, ablations.RESULTS))
+    assert len(again) == len(committed)
+    for row, mine in zip(committed, again):
+        assert {k: row[k] for k in ("study", "setting", "metric", "verdict", "test", "p", "p_holm", "family")} == \
+            {k: "" if mine[k] is None else str(mine[k]) for k in ("study", "setting", "metric", "verdict", "test",
+                                                                  "p", "p_holm", "family")}
+        for k in ("effect", "low", "high", "detectable"):
+            assert (float(row[k]) if row[k] else None) == (None if mine[k] is None else pytest.approx(mine[k]))
+
+
+def test_no_verdict_rests_on_a_random_state():
+    """The verdicts are functions of the scores alone (exact tests, Welch, Holm): NumPy's global generator in
+    any state gives the same effects."""
+    ablation = ablations.STUDIES["lunarlander"]
     rows, curves = ablations.recorded(ablation, ablations.RESULTS)
-    leading = ablation.metrics[0]
-    by_setting = ablations.scores(ablation, rows, curves, leading)
-    checked = ("unclipped-objective", "no-norm-adv", "gae-lambda-0", "epochs-20")  # hurts and not detected
-    for row in [e for e in committed if e["study"] == "cartpole" and e["metric"] == leading.name
-                and e["setting"] in checked]:
-        effect, low, high = ablations.effect_interval(by_setting[row["setting"]], by_setting["default"])
-        assert [float(row[k]) for k in ("effect", "low", "high")] == pytest.approx([effect, low, high], abs=1e-3)
-        assert row["verdict"] == ablations.verdict(low, high, leading.higher_is_better)
-        assert int(row["runs"]) == len(by_setting[row["setting"]])
+    np.random.seed(1)
+    first = ablations.effects(ablation, rows, curves)
+    np.random.seed(2)
+    assert ablations.effects(ablation, rows, curves) == first
 
 
 def test_each_committed_table_prints_the_interval_effects_csv_holds():
@@ -299,7 +305,9 @@ def test_each_committed_table_prints_the_interval_effects_csv_holds():
 def test_an_interval_end_on_a_rounding_edge_prints_as_the_csv_gives_it(tmp_path, monkeypatch):
     """What the test above checks on the record, on a made-up interval whose end -1815.8504 rounds to -1815.9 at
     1 decimal but is -1815.85 in the CSV (and -1815.8 from there): the table, effects.csv and the map agree."""
-    monkeypatch.setattr(ablations, "effect_interval", lambda values, default: (-1093.4561, -1815.8504, -423.9371))
+    made = lambda values, default, higher_is_better: inference.Comparison(  # noqa: E731
+        -1093.4561, -1815.8504, -423.9371, 0.0001, "permutation, exact", False, 300.0, 8.0, (3, 3))
+    monkeypatch.setattr(ablations.inference, "compare_means", made)
     ablation = ablations.STUDIES["hopper"]
     rows, curves = made_up(ablation, {"clip0.2-here": [2500.0, 2600.0, 2700.0], "shared-trunk": [1.0, 2.0, 3.0]})
     found = ablations.effects(ablation, rows, curves)
@@ -307,9 +315,9 @@ def test_an_interval_end_on_a_rounding_edge_prints_as_the_csv_gives_it(tmp_path,
     from_csv = next(e for e in read_csv(tmp_path / "effects.csv") if e["metric"] == "final_return")
     text = ablations.interval_text({k: float(from_csv[k]) for k in ("effect", "low", "high")}, ablations.FINAL)
     assert text == "-1093.5 [-1815.8, -423.9]"
-    assert f"| {text} | hurts |" in ablations.report(ablation, rows, curves, found)
-    assert f"Hopper final return: {text} hurts" in ablations.map_column("13. shared or separate networks", "core",
-                                                                          [from_csv])
+    assert f"| {text} | hurts (Holm p 0.0001) |" in ablations.report(ablation, rows, curves, found)
+    assert f"Hopper final return: {text} hurts (Holm p 0.0001)" in ablations.map_column(
+        "13. shared or separate networks", "core", [from_csv])
 
 
 def test_collect_refuses_rows_of_a_setting_the_study_no_longer_has(tmp_path, capsys):
@@ -362,8 +370,8 @@ def test_a_study_of_two_seeds_gives_the_difference_alone_once_all_are_in():
     found = ablations.effects(ablation, rows, curves)
     final = next(e for e in found if e["metric"] == "final_return")
     assert (final["effect"], final["low"], final["high"]) == (-48.0, None, None)
-    assert final["verdict"] == "none: 2 seeds a side, an interval needs 3"
-    assert "| 360.0 +/- 14.1 | -48.0 (no interval) | none: 2 seeds a side, an interval needs 3 |" in \
+    assert final["verdict"] == "none: 2 seeds a side, a test needs 3"
+    assert "| 360.0 +/- 14.1 | -48.0 (no interval) | none: 2 seeds a side, a test needs 3 |" in \
         ablations.report(ablation, rows, curves, found)
     assert ablations.effects(ablation, *made_up(ablation, {"default": [416.0, 400.0], "anneal-clip": [350.0]})) == []
     cartpole = ablations.STUDIES["cartpole"]  # a study of 10 seeds with 2 in: still nothing (the rule above)
@@ -402,7 +410,6 @@ def test_a_recorded_study_runs_nothing_and_its_dry_run_prints_the_missing_runs_c
 # A tiny study, end to end
 # ---------------------------------------------------------------------------------------------------------
 def test_a_tiny_study_runs_records_skips_and_reports(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(ablations, "REPS", 1000)
     monkeypatch.setattr(ablations, "MIN_SEEDS", 2)  # 2 seeds a setting, to keep it short
     argv = ["cartpole", "--settings", "default", "split-networks", "--seeds", "1", "2", "--total-timesteps", "512",
             "--runs-dir", str(tmp_path), "--results-dir", str(tmp_path / "results")]
@@ -446,8 +453,14 @@ def test_bad_arguments_are_one_line(capsys):
 def test_cells_are_the_studys_settings_and_seeds():
     ablation = ablations.STUDIES["cartpole"]
     cells = ablations.cells_of(ablation, None, None)
-    assert len(cells) == 10 * len(ablation.settings) and cells[0] == grid.Cell("ppo_cartpole.py", "CartPole-v1",
+    assert len(cells) == 20 * len(ablation.settings) and cells[0] == grid.Cell("ppo_cartpole.py", "CartPole-v1",
                                                                               "default", 1)
+    hopper = ablations.STUDIES["hopper"]  # the default runs 10 seeds, each setting 5
+    cells = ablations.cells_of(hopper, None, None)
+    assert len(cells) == 10 + 5 * (len(hopper.settings) - 1)
+    assert sorted(c.seed for c in cells if c.setting == "clip0.2-here") == list(range(1, 11))
+    assert sorted(c.seed for c in cells if c.setting == "none-here") == list(range(1, 6))
+    assert len(ablations.cells_of(hopper, ["none-here"], [7])) == 1  # seeds asked for are run as asked
 
 
 @pytest.mark.parametrize("script", sorted(ablations.TRY_THIS))
@@ -455,21 +468,10 @@ def test_each_try_this_line_is_what_the_committed_study_gives(script):
     """A lesson's "Try this" quotes its study: each command with the effect, interval and verdict that the
     committed effects.csv gives (python -m benchmarks.ablations --try-this prints the lines)."""
     docstring = ast.get_docstring(ast.parse((ROOT / script).read_text()))
-    block = docstring[docstring.index("\nTry this"):].split("\n\n")[0].splitlines()[2:]
+    header_end = docstring.index(")\n", docstring.index("\nTry this")) + 2  # the header may take two lines
+    block = docstring[header_end:].split("\n\n")[0].splitlines()
     quoted = [line.strip() for line in block if line.strip()]
     assert quoted == ablations.try_this(script, ablations.read_effects())
-
-
-def test_the_records_resamples_give_rliables_default_interval():
-    """REPS resamples (10,000) against rliable's default 50,000, on the committed CartPole study's steps to solve
-    without the clipped objective: the bounds move by under 5% of the interval's width."""
-    ablation = ablations.STUDIES["cartpole"]
-    rows, curves = ablations.recorded(ablation, ablations.RESULTS)
-    by_setting = ablations.scores(ablation, rows, curves, ablations.SOLVE)
-    ours = ablations.effect_interval(by_setting["unclipped-objective"], by_setting["default"])
-    default = ablations.effect_interval(by_setting["unclipped-objective"], by_setting["default"], reps=50_000)
-    width = default[2] - default[1]
-    assert ours[0] == default[0] and abs(ours[1] - default[1]) < 0.05 * width and abs(ours[2] - default[2]) < 0.05 * width
 
 
 def test_write_try_this_fills_a_new_header_and_replaces_an_old_block(tmp_path):
