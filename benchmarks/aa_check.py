@@ -31,9 +31,13 @@ import sys
 from pathlib import Path
 
 from benchmarks.core import inference
+from benchmarks.core.launch import ROOT
 from benchmarks.core.records import write_csv
 
-SPLIT_SAMPLE = 200  # same-recipe splits compared per study and score, where there are more
+RESULTS = ROOT / "benchmarks" / "results" / "ablations"
+
+RECORD = RESULTS / "aa-check.csv"  # the committed figures: python -m benchmarks.aa_check --csv <this>
+SPLIT_SAMPLE = 300  # same-recipe splits compared per study and score, where there are more (10 runs: all 252)
 FIELDS = ["part", "study", "score", "source", "shape", "comparisons", "studies", "rejected_uncorrected",
           "interval_missed", "false_per_study_uncorrected", "fwer_uncorrected", "false_per_study_holm", "fwer_holm"]
 
@@ -135,6 +139,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--only", nargs="+", choices=["cartpole", "lunarlander", "hopper"],
                         help="these studies only (default: the three with tests)")
     parser.add_argument("--csv", type=Path, help="also write every figure to this CSV")
+    parser.add_argument("--results-dir", type=Path, help="the studies' CSVs (default: the committed ones)")
     args = parser.parse_args(argv)
     if args.studies < 1:
         parser.error("--studies must be at least 1")
@@ -154,11 +159,11 @@ def main(argv=None) -> int:
           f"{inference.ALPHA:.0%} alone (should reject about {inference.ALPHA:.0%}), the 95% Welch interval's misses")
     for name in names:
         ablation = ablations.STUDIES[name]
-        for score, values in default_scores(name).items():
+        for score, values in default_scores(name, args.results_dir).items():
             metric = next(m for m in ablation.metrics if m.name == score)
             sources = [(f"the default's {len(values)} runs", values, None)]
             if name == "hopper":
-                rows_, curves = ablations.recorded(ablation, ablations.RESULTS)
+                rows_, curves = ablations.recorded(ablation, args.results_dir or ablations.RESULTS)
                 vloss = ablations.scores(ablation, rows_, curves, metric)["clip-vloss"]
                 sources.append((f"the default's {len(values)} and clip-vloss's {len(vloss)}", values + vloss,
                                 len(vloss)))
@@ -178,7 +183,7 @@ def main(argv=None) -> int:
     for name in names:
         settings, seeds, default_seeds = shape(name)
         leading = ablations.STUDIES[name].metrics[0]
-        pool = default_scores(name)[leading.name]
+        pool = default_scores(name, args.results_dir)[leading.name]
         for source, draw in ((f"resampled from the default's {leading.label}", resampled(pool)), ("normal", normal)):
             found = simulate(settings, seeds, default_seeds, draw, args.studies, rng)
             print(f"  {name} ({settings} settings x {seeds} seeds, default {default_seeds}), {source}: "

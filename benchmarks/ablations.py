@@ -681,7 +681,9 @@ def plot_effects(found: list[dict], path: Path) -> None:
         ax.axvline(0, color="black", linewidth=0.8)
         ax.set_yticks(range(len(shown)), [e["setting"] for e in shown])
         ax.invert_yaxis()
-        ax.set_title(f"{ablation.task}: effect on {metric.label}")
+        counts = sorted({(int(e["runs"]), int(e["default_runs"])) for e in shown})
+        runs = ", ".join(f"{n} against {m}" for n, m in counts)
+        ax.set_title(f"{ablation.task}: effect on {metric.label}\n(runs: {runs}; family of {shown[0]['family']})")
         ax.grid(alpha=0.3)
     figure.suptitle("Each setting minus the default (mean over seeds), 95% Welch t interval; the verdict by the "
                     "study's Holm-corrected tests (green helps, red hurts, gray not detected)")
@@ -820,7 +822,9 @@ def main(argv=None) -> int:
     if args.list:
         for ablation in STUDIES.values():
             print(f"{ablation.name}: {ablation.script} on {ablation.task}, {ablation.total_timesteps:,} steps, "
-                  f"seeds {ablation.seeds[0]}-{ablation.seeds[-1]}")
+                  f"seeds {ablation.seeds[0]}-{ablation.seeds[-1]}" + (
+                      f" (the default: {ablation.default_seeds[0]}-{ablation.default_seeds[-1]})"
+                      if ablation.default_seeds else ""))
             for name, setting in ablation.settings.items():
                 how = " ".join([*setting.flags, *(f"--patch {p}" for p in setting.patches)])
                 print(f"  {name:22s} {setting.what}" + (f" ({how})" if how else ""))
