@@ -299,7 +299,8 @@ def test_each_committed_table_prints_the_interval_effects_csv_holds():
         value = ablations.effect_values(e)
         row = next(line for line in (ablations.RESULTS / f"{e['study']}.md").read_text().splitlines()
                    if line.startswith(f"| `{e['setting']}` |"))
-        assert f"| {ablations.interval_text(value, metric)} | {e['verdict']} |" in row, (e["study"], e["setting"])
+        assert f"| {ablations.interval_text(value, metric)} | {ablations.verdict_text(e, metric)} |" in row, \
+            (e["study"], e["setting"], metric.name)
 
 
 def test_an_interval_end_on_a_rounding_edge_prints_as_the_csv_gives_it(tmp_path, monkeypatch):
