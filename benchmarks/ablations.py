@@ -538,7 +538,7 @@ def interval_text(e: dict, metric: Metric) -> str:
 
 
 def verdict_text(e: dict, metric: Metric) -> str:
-    """The verdict as a table, the map and "Try this" print it: 'hurts (Holm p 0.0040)'; 'not detected (could
+    """The verdict as a table, the map and "Try this" print it: 'hurts (Holm p 0.004)'; 'not detected (could
     detect 412.5)' where the study could have detected an effect of that size (4 times in 5), 'not detected (Holm
     p 0.31)' where no such size is computed (a rank test), 'not detected (nothing detectable: 5 against 5 runs)'
     where no split of the runs could pass the family's correction; the others as they are."""
