@@ -50,22 +50,21 @@ def shape(name: str) -> tuple[int, int, int]:
     return len(ablation.settings) - 1, len(ablation.seeds), len(ablation.seeds_of(ablation.default))
 
 
-def default_scores(name: str, results_dir: Path | None = None) -> dict[str, list[float]]:
-    """{score: the default's runs} of a committed study (mean scores; steps to solve as the study ranks it)."""
+def study_scores(name: str, results_dir: Path | None = None) -> dict[str, dict[str, list[float]]]:
+    """{score: {setting: its runs}} of a committed study, as benchmarks.ablations scores them (steps to solve: the
+    budget where a run never solved), read from its CSVs once."""
     from benchmarks import ablations
 
     ablation = ablations.STUDIES[name]
     rows, curves = ablations.recorded(ablation, results_dir or ablations.RESULTS)
-    return {m.name: ablations.scores(ablation, rows, curves, m)[ablation.default] for m in ablation.metrics}
+    return {m.name: ablations.scores(ablation, rows, curves, m) for m in ablation.metrics}
 
 
 def halves(n: int, rng, first: int | None = None) -> list[tuple[int, ...]]:
     """Index sets of the first group of each split of n runs (into `first` and n - first; half by default):
     every split where there are at most SPLIT_SAMPLE, else SPLIT_SAMPLE drawn without repeats."""
-    import math
-
     first = first or n // 2
-    if math.comb(n, first) <= SPLIT_SAMPLE:
+    if inference.splits(first, n - first) <= SPLIT_SAMPLE:
         return list(itertools.combinations(range(n), first))
     chosen: set[tuple[int, ...]] = set()
     while len(chosen) < SPLIT_SAMPLE:
@@ -78,9 +77,9 @@ def split_rates(values: list[float], censored: bool, rng, first: int | None = No
     (mean scores) whose interval misses 0; None where every run has one value (a ceiling: nothing to test)."""
     import numpy as np
 
-    values = np.asarray(values, float)
-    if np.all(values == values[0]):
+    if inference.ceiling(values, []):
         return None
+    values = np.asarray(values, float)
     rejected = missed = 0
     chosen = halves(len(values), rng, first)
     for index in chosen:
@@ -88,7 +87,7 @@ def split_rates(values: list[float], censored: bool, rng, first: int | None = No
         mask[list(index)] = True
         a, b = values[mask].tolist(), values[~mask].tolist()
         if censored:
-            c = inference.compare_censored(a, b, max(values))
+            c = inference.compare_censored(a, b)
         else:
             c = inference.compare_means(a, b)
             missed += c.low > 0 or c.high < 0
@@ -157,14 +156,14 @@ def main(argv=None) -> int:
     names = args.only or ["cartpole", "lunarlander", "hopper"]
     print(f"1. Same-recipe splits: one half of a study's default runs against the other, each test at "
           f"{inference.ALPHA:.0%} alone (should reject about {inference.ALPHA:.0%}), the 95% Welch interval's misses")
+    scores = {name: study_scores(name, args.results_dir) for name in names}
     for name in names:
         ablation = ablations.STUDIES[name]
-        for score, values in default_scores(name, args.results_dir).items():
-            metric = next(m for m in ablation.metrics if m.name == score)
+        for metric in ablation.metrics:
+            score, values = metric.name, scores[name][metric.name][ablation.default]
             sources = [(f"the default's {len(values)} runs", values, None)]
             if name == "hopper":
-                rows_, curves = ablations.recorded(ablation, args.results_dir or ablations.RESULTS)
-                vloss = ablations.scores(ablation, rows_, curves, metric)["clip-vloss"]
+                vloss = scores[name][score]["clip-vloss"]
                 sources.append((f"the default's {len(values)} and clip-vloss's {len(vloss)}", values + vloss,
                                 len(vloss)))
             for source, runs, first in sources:
@@ -182,8 +181,9 @@ def main(argv=None) -> int:
     print(f"\n2. Simulated null studies shaped like each study ({args.studies} each; no setting has an effect)")
     for name in names:
         settings, seeds, default_seeds = shape(name)
-        leading = ablations.STUDIES[name].metrics[0]
-        pool = default_scores(name, args.results_dir)[leading.name]
+        ablation = ablations.STUDIES[name]
+        leading = ablation.metrics[0]
+        pool = scores[name][leading.name][ablation.default]
         for source, draw in ((f"resampled from the default's {leading.label}", resampled(pool)), ("normal", normal)):
             found = simulate(settings, seeds, default_seeds, draw, args.studies, rng)
             print(f"  {name} ({settings} settings x {seeds} seeds, default {default_seeds}), {source}: "

@@ -486,16 +486,16 @@ def effects(ablation: Ablation, rows: list[dict], curves: list[dict]) -> list[di
                                          f"none: {seeds} seeds a side, a test needs {MIN_SEEDS}", None,
                                          verdict=f"none: {seeds} seeds a side, a test needs {MIN_SEEDS}")
             elif metric is SOLVE:
-                budget = max(float(r["steps"]) for r in rows)
-                c = inference.compare_censored(values, default, budget, metric.higher_is_better)
+                c = inference.compare_censored(values, default, metric.higher_is_better)
             else:
                 c = inference.compare_means(values, default, metric.higher_is_better)
             family.append((name, setting, values, default, c))
         inference.family([c for *_, c in family])
+        tested = sum(1 for *_, c in family if c.p is not None)  # the family's size: the comparisons with a test
+        center = statistics.median if metric is SOLVE else statistics.fmean
+        # to effects.csv's decimals here, so that the table and the map (read from the CSV) print one figure
+        rounded = lambda x: None if x is None else round(x, DECIMALS)  # noqa: E731
         for name, setting, values, default, c in family:
-            center = statistics.median if metric is SOLVE else statistics.fmean
-            # to effects.csv's decimals here, so that the table and the map (read from the CSV) print one figure
-            rounded = lambda x: None if x is None else round(x, DECIMALS)  # noqa: E731
             found.append({
                 "study": ablation.name, "task": ablation.task, "setting": name, "detail": setting.detail or "",
                 "metric": metric.name, "runs": len(values), "default_runs": len(default),
@@ -503,7 +503,7 @@ def effects(ablation: Ablation, rows: list[dict], curves: list[dict]) -> list[di
                 "high": rounded(c.high), "verdict": c.verdict, "test": c.test,
                 "p": None if c.p is None else f"{c.p:.4g}",  # strings: write_csv rounds floats to 3 decimals
                 "p_holm": None if c.p_holm is None else f"{c.p_holm:.4g}",
-                "family": sum(1 for *_, f in family if f.p is not None), "detectable": rounded(c.detectable),
+                "family": tested, "detectable": rounded(c.detectable),
                 "solved": f"{sum(1 for r in rows if r['setting'] == name and r['steps_to_solve'] not in ('', None))}"
                           f"/{len(values)}" if metric is SOLVE else None,
                 "acted": acted_total([r for r in rows if r["setting"] == name]) if setting.acts else None})
@@ -570,7 +570,8 @@ def report(ablation: Ablation, rows: list[dict], curves: list[dict], found: list
     metrics = ablation.metrics
     by_setting = {m.name: scores(ablation, rows, curves, m) for m in metrics}
     head = "| setting | what it changes | runs | " + " | ".join(
-        f"{m.label} | effect {'(medians)' if m is SOLVE else '[95% CI]'} | verdict" for m in metrics) + " | min / cell |"
+        f"{m.label} | effect {'(medians)' if m is SOLVE else '[95% CI]'} | verdict" for m in metrics) \
+        + " | min / cell |"
     lines = [f"{ablation.script} on {ablation.task}, {ablation.total_timesteps:,} {ablation.steps} a run, one change "
              f"per setting against the default (the first row). " + scores_text(ablation), "",
              head, "|---" * (4 + 3 * len(metrics)) + "|"]
@@ -768,8 +769,8 @@ TRY_THIS = {
 
 def try_this(script: str, found: list[dict]) -> list[str]:
     """The docstring's "Try this" lines of `script`: the command a learner types for each setting, then what it
-    did to the study's leading score (its header names it), e.g. `python ppo_cartpole.py --no-norm-adv  # +4.5
-    [-6.7, 16.0], not detected (could detect 30.1)`. A study at other flags than the lesson's (Hopper at Table 1's)
+    did to the study's leading score (its header names it), e.g. `python ppo_cartpole.py --no-norm-adv  # +3.6
+    [-4.2, 11.3], not detected (could detect 15.2)`. A study at other flags than the lesson's (Hopper at Table 1's)
     gives its own command, with the seeds its figure took."""
     study, settings = TRY_THIS[script]
     ablation = STUDIES[study]
@@ -781,7 +782,8 @@ def try_this(script: str, found: list[dict]) -> list[str]:
         command = " ".join(["python", *(f"-m benchmarks.patches --patch {p}" for p in setting.patches), script,
                             *setting.flags])
         if ablation.flags:  # a study at other flags than the lesson's defaults (Hopper at Table 1's): its own cell
-            command = f"python -m benchmarks.ablations {study} --settings {name} --seeds {' '.join(map(str, ablation.seeds))}"
+            seeds = " ".join(map(str, ablation.seeds))  # the seeds its figure took
+            command = f"python -m benchmarks.ablations {study} --settings {name} --seeds {seeds}"
         lines.append(f"{command}  # {interval_text(effect_values(e), metric)}, {verdict_text(e, metric)}")
     return lines
 

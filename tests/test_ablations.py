@@ -160,7 +160,7 @@ def test_the_verdicts_sides_on_each_kind_of_score():
                                                          (low, high, False, "helps")):
         found = inference.family([inference.compare_means(setting, default, higher_is_better)])
         assert found[0].verdict == expected
-    solve = inference.family([inference.compare_censored(low, high, budget=100.0, higher_is_better=False)])
+    solve = inference.family([inference.compare_censored(low, high, higher_is_better=False)])
     assert solve[0].verdict == "helps"  # solved sooner
 
 

@@ -81,14 +81,14 @@ def test_the_censored_score_is_ranked():
     """Three runs that never solved (the budget) against 1, 2, 3: they rank 5, 5, 5 (tied at 4-6), above every
     solved run, and of the 20 splits of 3 against 3 one is as extreme on each side: p = 2/20; the effect is the
     difference of the medians, with no interval."""
-    c = inference.compare_censored([100.0, 100.0, 100.0], [1.0, 2.0, 3.0], budget=100.0)
+    c = inference.compare_censored([100.0, 100.0, 100.0], [1.0, 2.0, 3.0])
     assert c.p == pytest.approx(0.1) and c.effect == 98.0 and c.low is None and c.better is False
     assert c.test == "rank permutation, exact"
     # a single unsolved run among solved ones moves the rank test as any slowest run would, not by its value
-    slow = inference.compare_censored([4.0, 5.0, 100.0], [1.0, 2.0, 3.0], budget=100.0)
-    slower = inference.compare_censored([4.0, 5.0, 6.0], [1.0, 2.0, 3.0], budget=100.0)
+    slow = inference.compare_censored([4.0, 5.0, 100.0], [1.0, 2.0, 3.0])
+    slower = inference.compare_censored([4.0, 5.0, 6.0], [1.0, 2.0, 3.0])
     assert slow.p == slower.p == pytest.approx(0.1)
-    big = inference.compare_censored(list(range(20, 40)), list(range(0, 20)), budget=100.0)  # 20 v 20: too many
+    big = inference.compare_censored(list(range(20, 40)), list(range(0, 20)))  # 20 v 20: too many
     assert big.test == "Mann-Whitney, normal" and big.p == pytest.approx(
         stats.mannwhitneyu(list(range(20, 40)), list(range(0, 20)), method="asymptotic").pvalue)
 

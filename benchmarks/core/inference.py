@@ -70,6 +70,12 @@ def ceiling(setting: list[float], default: list[float]) -> bool:
     return len(set(setting) | set(default)) == 1
 
 
+def at_ceiling(effect: float, value: float, runs: tuple[int, int]) -> Comparison:
+    """The comparison of two groups whose every run holds `value`: no test, interval or verdict."""
+    return Comparison(effect, None, None, None, f"ceiling: {value:g} on every run", None, verdict="at the ceiling",
+                      runs=runs)
+
+
 @functools.lru_cache(maxsize=8)
 def split_matrix(n: int, m: int):
     """Every split of n + m runs into a group of n and one of m, as a (splits, n + m) matrix of 1 where a run
@@ -142,9 +148,8 @@ def compare_rows(x, y, higher_is_better: bool = True) -> list[Comparison]:
     found = []
     for i in range(len(x)):
         effect = float(x[i].mean() - y[i].mean())
-        if np.all(x[i] == x[i, 0]) and np.all(y[i] == x[i, 0]):
-            found.append(Comparison(effect, None, None, None, f"ceiling: {x[i, 0]:g} on every run", None,
-                                    verdict="at the ceiling", runs=(n, m)))
+        if ceiling(x[i].tolist(), y[i].tolist()):
+            found.append(at_ceiling(effect, float(x[i, 0]), (n, m)))
             continue
         found.append(Comparison(effect, float(low[i]), float(high[i]), float(p[i]),
                                 "permutation, exact" if exact else "Welch t",
@@ -168,17 +173,15 @@ def compare_means(setting: list[float], default: list[float], higher_is_better: 
     return compare_rows([setting], [default], higher_is_better)[0]
 
 
-def compare_censored(setting: list[float], default: list[float], budget: float,
-                     higher_is_better: bool = False) -> Comparison:
-    """The effect on a score censored at `budget` (steps to solve; a run that never solved holds the budget): the
-    difference of the medians, no interval, a rank test's p (exact permutation of the ranks, or Mann-Whitney's
-    normal approximation with ties)."""
+def compare_censored(setting: list[float], default: list[float], higher_is_better: bool = False) -> Comparison:
+    """The effect on a score censored at the budget (steps to solve; a run that never solved holds the budget, so
+    it ranks above every run that did): the difference of the medians, no interval, a rank test's p (exact
+    permutation of the ranks, or Mann-Whitney's normal approximation with ties)."""
     from scipy import stats
 
     effect = statistics.median(setting) - statistics.median(default)
     if ceiling(setting, default):
-        return Comparison(effect, None, None, None, f"ceiling: {setting[0]:g} on every run", None,
-                          verdict="at the ceiling", runs=(len(setting), len(default)))
+        return at_ceiling(effect, setting[0], (len(setting), len(default)))
     ranks = stats.rankdata(list(setting) + list(default))
     mine, theirs = list(ranks[: len(setting)]), list(ranks[len(setting):])
     if splits(len(setting), len(default)) <= EXACT_SPLITS:
