@@ -20,8 +20,8 @@ What you should see
 
 Try this (20 seeds each, benchmarks/README.md "What each detail buys": the shift in the AUC, the mean training return
 over the run, with its 95% interval, and the verdict of the study's Holm-corrected tests)
-    python ppo_cartpole.py --gae-lambda 1  # -56.5 [-73.0, -40.0], hurts (Holm p 2.2e-06)
-    python -m benchmarks.patches --patch unclipped-objective ppo_cartpole.py  # -47.6 [-61.8, -33.5], hurts (Holm p 2.2e-06)
+    python ppo_cartpole.py --gae-lambda 1  # -56.5 [-73.0, -40.0], hurts
+    python -m benchmarks.patches --patch unclipped-objective ppo_cartpole.py  # -47.6 [-61.8, -33.5], hurts
     python ppo_cartpole.py --no-norm-adv  # +3.6 [-4.2, 11.3], not detected (could detect 15.2)
 
 Differs from: nothing, this is the first lesson. Every later script is a diff against one of its neighbours.

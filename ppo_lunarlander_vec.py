@@ -24,7 +24,7 @@ What you should see
 
 Try this (5 seeds each against the default's 10, benchmarks/README.md "What each detail buys": the shift in the final
 return with its 95% interval, and the verdict of the study's Holm-corrected tests)
-    python -m benchmarks.patches --patch shared-trunk ppo_lunarlander_vec.py  # -46.9 [-77.3, -16.6], hurts (Holm p 0.03)
+    python -m benchmarks.patches --patch shared-trunk ppo_lunarlander_vec.py  # -46.9 [-77.3, -16.6], hurts
     python ppo_lunarlander_vec.py --update-epochs 10  # -34.4 [-62.6, -6.2], not detected (could detect 67.3)
     python ppo_lunarlander_vec.py --no-clip-vloss  # -12.2 [-37.1, 12.7], not detected (could detect 58.3)
 

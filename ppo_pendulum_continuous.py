@@ -29,7 +29,7 @@ What you should see
 
 Try this (Table 1's Hopper-v5, 5 seeds each against the default's 10: the shift in the final return from the clipped
 objective's with its 95% interval, and the verdict of the study's Holm-corrected tests)
-    python -m benchmarks.ablations hopper --settings none-here --seeds 1 2 3 4 5  # -2284.7 [-2634.4, -1935.0], hurts (Holm p 0.013)
+    python -m benchmarks.ablations hopper --settings none-here --seeds 1 2 3 4 5  # -2284.7 [-2634.4, -1935.0], hurts
     python -m benchmarks.ablations hopper --settings no-norm-reward --seeds 1 2 3 4 5  # -800.2 [-1214.0, -386.4], not detected (could detect 880.6)
     python -m benchmarks.ablations hopper --settings shared-trunk --seeds 1 2 3 4 5  # -1083.5 [-1910.1, -256.9], not detected (could detect 1976.3)
 

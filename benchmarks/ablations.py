@@ -784,7 +784,9 @@ def try_this(script: str, found: list[dict]) -> list[str]:
         if ablation.flags:  # a study at other flags than the lesson's defaults (Hopper at Table 1's): its own cell
             seeds = " ".join(map(str, ablation.seeds))  # the seeds its figure took
             command = f"python -m benchmarks.ablations {study} --settings {name} --seeds {seeds}"
-        lines.append(f"{command}  # {interval_text(effect_values(e), metric)}, {verdict_text(e, metric)}")
+        # the bare verdict where it is one: a lesson's reader has the interval, Holm's p stays in the tables
+        verdict = e["verdict"] if e["verdict"] in ("helps", "hurts") else verdict_text(e, metric)
+        lines.append(f"{command}  # {interval_text(effect_values(e), metric)}, {verdict}")
     return lines
 
 
