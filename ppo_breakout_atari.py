@@ -1,92 +1,82 @@
 """PPO on Atari Breakout from pixels: the Nature CNN, the Atari preprocessing stack, parallel workers, torchrun.
 
 What this lesson teaches
-    Learning from the screen: frames go through DQN's preprocessing as openai/baselines' atari_wrappers.py
-    implements it (no-op starts, 4-frame skip with a max over the last two, a lost life ends the training episode,
-    grayscale 84 x 84, sign-clipped rewards, a stack of the last 4 frames), with two of baselines' own: FIRE pressed
-    on reset (FIRE alone here; baselines presses action 2 after it: FireReset says why), and the game carried on
-    after a lost life rather than restarted. One convolutional trunk (the Nature DQN CNN) feeds both the policy head
-    and the value head, trained with the combined loss L^{CLIP+VF+S} (eq. 9) and the paper's Atari hyperparameters
-    (Table 5) but for K = 4 epochs and c1 = 0.5 (baselines' and CleanRL's), the learning rate annealed to 0 and the
-    clip range held at 0.1 (CleanRL's; Table 5 anneals it too: `--anneal-clip`). The envs run in worker processes;
-    the same file runs on several processes or machines under torchrun, each rank stepping its own envs and the
-    gradients averaged across ranks.
+    Learning from the screen. DQN's preprocessing (make_env) turns the game into an MDP a CNN can learn, its state
+    s_t the last 4 frames, grayscale 84 x 84. One convolutional trunk (the Nature DQN CNN) feeds both the policy
+    head and the value head (Agent); the N envs step in worker processes; torchrun averages several processes'
+    gradients.
+
+The loop (each line names the function below that does it)
+    for each update i = 1, 2, ..., num_iterations:                                          train()
+        lr = alpha_i * learning_rate, alpha_i falling from 1 toward 0 (--anneal-clip: epsilon too)
+        run pi_old for T steps in each of N envs; s_t = the last 4 frames                 collect_rollout()
+        advantages A_t by GAE, value targets V^targ_t = A_t + V(s_t)                          compute_gae()
+        for K epochs, for each shuffled minibatch of M samples:
+            log pi(a_t|s_t), S, V(s_t): one pass through the shared CNN           Agent.get_action_and_value()
+            r_t = pi(a_t|s_t) / pi_old(a_t|s_t); -L^CLIP from r_t and A_t           clipped_surrogate_loss()
+            L^VF, V kept within eps_v of the V that collected the data                  clipped_value_loss()
+            loss = -L^CLIP + c1 L^VF - c2 S; one Adam step, gradients averaged over ranks     step_network()
+        stop the epochs early once approx KL[pi_old || pi] > target_kl (unset: never)          train()
 
 What you should see
-    The score at the published 10M steps = 40M frames (`--total-timesteps 10000000`, seeds 1 and 2, 4.5 and 4.1 h
-    of training across sessions, bf16 on 2 CPU cores): the last 100 whole games 101 / 109 at 10M frames, 239 /
-    246 at 20M, 416 / 424 at 40M; with `--anneal-clip` 81 / 110, 205 / 214, 350 / 370 (SB3's agent 81, 261,
-    391; CleanRL 415). At 2M frames (`--total-timesteps 500000 --no-cuda`, 14 min a seed; the mean of the last 20
-    whole games, 2 seeds): 1.4 at 50k steps, 4.4 at 100k, 10.1 at 200k, 12.3 at 300k, 13.4 at 500k
-    (`--anneal-clip`: 13.7). The script's default 2.5M steps = 10M frames, run with `--anneal-clip` when it was the
-    default: 27 at 1M steps, 52 at 2M, 49 at the end (39-60; 59 min a seed).
-    A healthy update of the 2M-frame runs, as logged (5th-95th percentile of each seed's 488 updates, the lowest
-    and the highest of 2 seeds; the median of their medians):
-    approx_kl 0.00025-0.0039 (median 0.0019; 0.0014 in the second half, where the learning rate is below half its
-    start), clipfrac 0-0.14 (median 0.061; 0.045 in the second half, as the learning rate falls toward 0),
-    explained_variance 0.41-0.87, entropy from ln 4 = 1.39 down to 0.66-0.96 in the second half, value_loss
-    0.011-0.046 (on sign-clipped rewards).
-    The defaults: Table 5's 8 actors x 128 steps, learning rate 2.5e-4 annealed, epsilon 0.1 (held), 256-sample
-    minibatches, gamma 0.99, lambda 0.95 and c2 0.01; CleanRL's ppo_atari.py's 4 epochs (Table 5: 3), c1 0.5
-    (Table 5: 1), value clipping at 0.1 and the 0.5 gradient norm. The commands behind every figure, and the
-    runs they read: benchmarks/README.md, "What a healthy run looks like".
+    On the CPU as in Usage (2M frames, about 14 minutes on 2 CPU cores) the score, the mean of the last 20 whole
+    games, climbs from about 1 to about 13; the published 40M frames took under 5 hours a seed and ended above 400.
+    In a healthy update pi moves little: approx_kl below about 0.004 and clipfrac below about 0.14, both smaller in
+    the second half as the learning rate falls. Curves: benchmarks/results/ppo_breakout_atari.png and the longer
+    runs' beside it; every figure: benchmarks/README.md, "What a healthy run looks like".
 
-Try this (mean of the last 100 whole games at 40M frames, last 20 at 2M on 2 CPU cores; 1-2 seeds: too few to be sure)
-    python ppo_breakout_atari.py --total-timesteps 10000000 --anneal-clip  # 360.0; the default 419.9
-    python ppo_breakout_atari.py --total-timesteps 10000000 --anneal-clip --precision fp32  # 349.1; bf16 350.2 (seed 1)
-    python ppo_breakout_atari.py --total-timesteps 500000 --anneal-clip --precision fp32  # 12.1; bf16 13.7
+Try this (predict, then run; "Measured": the mean of the last 100 whole games at 40M frames, last 20 at 2M on 2
+CPU cores; 1-2 seeds)
+    python ppo_breakout_atari.py --total-timesteps 10000000 --anneal-clip
+        Predict: Table 5 anneals epsilon to 0 with the learning rate; will that end above or below a held 0.1?
+        Answer: below, on both seeds (too few to be sure): as epsilon nears 0 the clip stops rewarding almost any
+        move of r_t, so late updates can improve pi less.
+        Measured: 360.0; the default 419.9
+    python ppo_breakout_atari.py --total-timesteps 10000000 --anneal-clip --precision fp32
+        Predict: bf16 keeps 8 of float32's 24 significant bits in the CNN; will float32 end higher?
+        Answer: no, level with bf16's run of the same seed (one seed: too few to be sure); bf16's rounding
+        turns a minibatch's gradient far less than the choice of its samples does.
+        Measured: 349.1; bf16 350.2 (seed 1)
+    python ppo_breakout_atari.py --total-timesteps 500000 --anneal-clip --precision fp32
+        Predict: float32 against bf16 over 2M frames on the CPU: which learns more, and which runs faster?
+        Answer: bf16 ended a little higher on both seeds (too few to be sure) and ran faster, on a CPU that
+        computes bfloat16 natively.
+        Measured: 12.1; bf16 13.7
 
 Differs from ppo_lunarlander_vec.py in:
-    - the Atari wrappers (copied from common/wrappers.py); observations stay uint8 until the network
-    - Agent: a CNN trunk shared by the actor and critic heads (one forward pass for both; c1 now matters)
-    - `--anneal-clip`: epsilon annealed like the learning rate (Table 5's epsilon = 0.1 alpha); off by default
-    - `--precision`: the CNN computes in bfloat16 where the hardware does so natively (on 2 CPU cores the
-      update takes 61% of fp32's time with AMX, 69% on an AMD EPYC without it: benchmarks/README.md)
-    - torch.distributed: `setup_distributed`, gradients all-reduced, only rank 0 logs, evaluates and saves
-    - episodic returns are whole games (all lives, unclipped), recorded below the life and reward wrappers;
-      evaluation samples from pi (on a deterministic emulator, argmax can repeat one loop until the time limit)
-    - `--vectorization-mode async` by default: with cores to spare, the 8 emulators run in parallel (on 2
-      cores sync is the faster: README's speed table)
+    - the Atari wrappers (common/wrappers.py); frames stay uint8 until the network
+    - Agent: one CNN trunk for both heads (one forward pass; c1 now matters)
+    - `--anneal-clip`: epsilon annealed like the learning rate (Table 5); off by default
+    - `--precision`: the CNN in bfloat16 where the hardware computes it natively
+    - torch.distributed: gradients averaged over ranks; only rank 0 logs, evaluates and saves
+    - scores are whole games (all lives, unclipped); evaluation samples from pi (argmax can loop on a
+      deterministic emulator)
+    - `--vectorization-mode async` by default: 8 emulators in parallel
 
 Deliberately left out, and the script that has each:
-    - continuous actions, observation/reward normalization     -> ppo_pendulum_continuous.py
-    - the paper's adaptive KL penalty (eq. 8)                  -> ppo_pendulum_continuous.py
-    - separate actor and critic CNNs, reward shaping           -> ppo_mario_cnn.py
+    - continuous actions, observation/reward normalization, adaptive KL penalty (eq. 8) -> ppo_pendulum_continuous.py
+    - separate actor and critic CNNs, reward shaping                                  -> ppo_mario_cnn.py
 
 Usage
-    python ppo_breakout_atari.py                              # train 10M frames (2.5M steps); CUDA if present
+    python ppo_breakout_atari.py                                       # train 10M frames
     python ppo_breakout_atari.py --total-timesteps 500000 --no-cuda    # 2M frames on the CPU
-    torchrun --nproc_per_node 2 ppo_breakout_atari.py         # 2 processes, each with its own 8 envs (and GPU)
-    torchrun --nnodes 2 --node_rank R --nproc_per_node 1 --master_addr HOST --master_port 29500 ppo_breakout_atari.py
-    python ppo_breakout_atari.py --resume runs/<run>/checkpoint.pt --total-timesteps 5000000
-    python ppo_breakout_atari.py --play runs/<run>/checkpoint.pt --episodes 5 --capture-video
+    torchrun --nproc_per_node 2 ppo_breakout_atari.py                  # 2 processes, 8 envs each
+    python ppo_breakout_atari.py --play runs/<run>/checkpoint.pt --capture-video
     tensorboard --logdir runs
 
 References
     [PPO] Schulman et al. 2017, Proximal Policy Optimization Algorithms, arXiv:1707.06347 (eqs. 7, 9, 11, 12;
-          Table 5: the Atari hyperparameters)
-    [DQN] Mnih et al. 2015, Human-level control through deep reinforcement learning, Nature 518 (the CNN and
-          the preprocessing)
+          Table 5)
+    [DQN] Mnih et al. 2015, Human-level control through deep reinforcement learning, Nature 518
     [GAE] Schulman et al. 2016, High-Dimensional Continuous Control Using GAE, arXiv:1506.02438
     [TL]  Pardo et al. 2018, Time Limits in Reinforcement Learning, arXiv:1712.00378
-    [37]  Huang et al. 2022, The 37 Implementation Details of Proximal Policy Optimization (ICLR blog track),
-          the 9 Atari details
+    [37]  Huang et al. 2022, The 37 Implementation Details of Proximal Policy Optimization (ICLR blog track)
 """
 
-import ast
+from __future__ import annotations
+
 import collections
-import contextlib
-import copy
-import dataclasses
 import functools
-import inspect
-import io
-import multiprocessing
-import os
-import random
-import signal
-import sys
-import time
 from dataclasses import dataclass
 from typing import Literal, Optional
 
@@ -95,56 +85,48 @@ import cv2
 import gymnasium as gym
 import numpy as np
 import torch
-import torch.distributed as dist
 import torch.nn as nn
 import torch.optim as optim
-import tqdm
-import tyro
-from torch.utils.tensorboard import SummaryWriter
 
-# A "# Copied from common.<module>.<Name>" line marks a checked copy: the original is <Name> in common/<module>.py,
-# shared word for word with the other scripts that need it; `python -m common.check_copies` fails when a copy
-# drifts from it, and `--fix` rewrites the copy.
+# "# Copied from common.<module>.<Name>": a copy of common/<module>.py's <Name>, checked by common.check_copies.
 
-SCRIPT = os.path.basename(__file__)
 gym.register_envs(ale_py)  # the ALE/... and ...NoFrameskip-v4 ids
 VIDEO_STEPS = 2_700  # a recorded game's first 3 minutes at most (2,700 agent steps at 15 fps; 270 MB of frames)
 
 
 @dataclass
-class Args:
+class Hyperparameters:
+    """PPO's hyperparameters, each a flag (--learning-rate 1e-3); Args, below the fence, adds the run's flags."""
+
     # --- environment ---
     env_id: str = "BreakoutNoFrameskip-v4"
     """an Atari game of the ALE that does not skip frames itself (the ...NoFrameskip-v4 ids: MaxAndSkip does
     the skipping); v4 has no sticky actions, as in the paper and in CleanRL's and SB3's Atari results"""
-    total_timesteps: int = 2_500_000  # 10M frames
+    total_timesteps: int = 2_500_000
     """agent steps to train for, summed over all environments and ranks (one step = 4 frames)"""
-    num_envs: int = 8  # Table 5's 8 actors
+    num_envs: int = 8
     """N, environments per rank; each rollout holds N x T transitions"""
-    vectorization_mode: Literal["sync", "async"] = "async"
-    """sync: step the N envs one after another in this process; async: one process per env, stepped in parallel (pays
-    off when an env step costs more than sending its data between processes, and there are cores to run them on)"""
 
     # --- PPO hyperparameters (same order in every script) ---
     learning_rate: float = 2.5e-4
     """the Adam step size at the start of training (Table 5: 2.5e-4 x alpha, alpha annealed from 1 to 0)"""
     anneal_lr: bool = True
     """anneal the learning rate linearly to 0, as the paper does for Atari (Table 5's alpha)"""
-    num_steps: int = 128  # Table 5
+    num_steps: int = 128
     """T, the horizon: steps each env runs per rollout, between two updates (paper: 128 to 2048)"""
-    gamma: float = 0.99  # Table 5: about 100 steps ahead
+    gamma: float = 0.99
     """gamma, the discount of future rewards: the agent looks about 1/(1-gamma) steps ahead (usual 0.9-0.999)"""
-    gae_lambda: float = 0.95  # Table 5
+    gae_lambda: float = 0.95
     """lambda of GAE: 0 gives the one-step TD advantage (low variance, biased by V), 1 the Monte-Carlo return minus V
     (unbiased, high variance); usual 0.8 to 0.98"""
-    minibatch_size: int = 256  # Table 5's 32 x 8: 4 minibatches of the 1024-sample rollout
+    minibatch_size: int = 256
     """M, samples per gradient step: each epoch splits the N x T batch into N*T/M shuffled minibatches"""
-    update_epochs: int = 4  # Table 5: 3; CleanRL's and baselines' 4, as in the results compared with
+    update_epochs: int = 4
     """K, passes over each rollout (paper: 3 to 15); more reuse of the data, more risk of moving too far"""
     norm_adv: bool = True
     """normalize advantages to mean 0, std 1 in each minibatch, so the step size does not depend on reward scale (under
     torchrun, each rank over its own minibatch)"""
-    clip_coef: float = 0.1  # Table 5
+    clip_coef: float = 0.1
     """epsilon, the clip range of the probability ratio (eq. 7): once r_t is outside [1 - epsilon, 1 + epsilon], the
     objective stops rewarding a further move (usual 0.1-0.3)"""
     anneal_clip: bool = False
@@ -155,12 +137,12 @@ class Args:
     clip_vloss: bool = True
     """clip the value loss too: once V is more than --vf-clip-coef away from the V that collected the data, the loss
     stops rewarding a further move"""
-    vf_clip_coef: float = 0.1  # sign-clipped rewards keep returns small; CleanRL's is epsilon, 0.1
+    vf_clip_coef: float = 0.1
     """the value clip range (--clip-vloss), in units of the value targets; losses/vf_clipfrac logs how often V moved
     past it"""
-    ent_coef: float = 0.01  # Table 5
+    ent_coef: float = 0.01
     """c2, weight of the entropy bonus S (eq. 9): rewards keeping pi spread out, so it keeps exploring (usual 0-0.01)"""
-    vf_coef: float = 0.5  # CleanRL's and baselines' 0.5; Table 5: 1
+    vf_coef: float = 0.5
     """c1, weight of the value loss in eq. 9's sum, here of the halved squared error (see the loss in train()); usual
     0.5 to 1"""
     max_grad_norm: float = 0.5
@@ -171,7 +153,516 @@ class Args:
     hidden_size: int = 512
     """width of the fully connected layer after the convolutions (Nature CNN: 512)"""
 
-    # --- running the script (not PPO) ---
+
+
+# --- The environment -----------------------------------------------------------------------------------------
+
+
+# Copied from common.wrappers.NoopReset
+class NoopReset(gym.Wrapper):
+    """On reset, take a random number (1 to noop_max) of NOOP actions. The emulator is deterministic: without
+    this every episode would start from the same state, and a policy could memorize one opening. The count comes
+    from the env's np_random, so a seeded reset repeats."""
+
+    def __init__(self, env: gym.Env, noop_max: int = 30):
+        super().__init__(env)
+        self.noop_max = noop_max
+        assert env.unwrapped.get_action_meanings()[0] == "NOOP", "action 0 must be NOOP"
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        for _ in range(self.unwrapped.np_random.integers(1, self.noop_max + 1)):
+            obs, _, terminated, truncated, info = self.env.step(0)
+            if terminated or truncated:  # a game that ends while doing nothing: start it again
+                obs, info = self.env.reset()
+        return obs, info
+
+
+# Copied from common.wrappers.MaxAndSkip
+class MaxAndSkip(gym.Wrapper):
+    """Frame skip: repeat each action for `skip` frames and sum their rewards into one r_t, so the agent acts
+    `skip` times less often (fewer steps to run the network on and to carry credit back over). The observation is
+    the pixel-wise max of the last two frames: games draw some objects only on every other frame (flicker), and
+    the max keeps them in view."""
+
+    def __init__(self, env: gym.Env, skip: int = 4):
+        super().__init__(env)
+        self.skip = skip
+
+    def step(self, action):
+        total_reward, previous, obs = 0.0, None, None
+        for _ in range(self.skip):
+            previous, (obs, reward, terminated, truncated, info) = obs, self.env.step(action)
+            total_reward += float(reward)
+            if terminated or truncated:
+                break
+        frame = obs if previous is None else np.maximum(previous, obs)
+        return frame, total_reward, terminated, truncated, info
+
+
+# Copied from common.wrappers.EpisodicLife
+class EpisodicLife(gym.Wrapper):
+    """Episodic life: losing a life ends the training episode (terminated = True, so no V(s_{t+1}) is bootstrapped
+    past a death: the return stops there), but not the game. The reset that follows carries on where the game is;
+    only a game over restarts the emulator. The agent learns that a death ends its rewards, yet still sees the
+    later, harder parts of the game."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self.lives, self.game_over = 0, True
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.game_over = terminated or truncated
+        lives = self.unwrapped.ale.lives()
+        if 0 < lives < self.lives:
+            terminated = True  # a life lost: the end of this training episode
+        self.lives = lives
+        return obs, reward, terminated, truncated, info
+
+    def reset(self, **kwargs):
+        if self.game_over:
+            obs, info = self.env.reset(**kwargs)
+        else:  # after a lost life: one NOOP step to carry on from the current state
+            obs, _, terminated, truncated, info = self.env.step(0)
+            if terminated or truncated:
+                obs, info = self.env.reset(**kwargs)
+        self.game_over, self.lives = False, self.unwrapped.ale.lives()
+        return obs, info
+
+
+# Copied from common.wrappers.FireReset
+class FireReset(gym.Wrapper):
+    """Press FIRE on every reset, in games that wait for it (Breakout: it launches the ball), so that no episode
+    starts stalled until the policy happens to press it. With EpisodicLife below, that includes the reset after
+    each lost life."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        assert env.unwrapped.get_action_meanings()[1] == "FIRE", "action 1 must be FIRE"
+
+    def reset(self, **kwargs):
+        self.env.reset(**kwargs)
+        obs, _, terminated, truncated, info = self.env.step(1)
+        if terminated or truncated:
+            obs, info = self.env.reset(**kwargs)
+        return obs, info
+
+
+# Copied from common.wrappers.GrayscaleResize
+class GrayscaleResize(gym.ObservationWrapper):
+    """RGB frame -> grayscale -> size x size (84 x 84), uint8, as DQN preprocessed Atari frames: colour and fine
+    detail tell the policy little, and 84 x 84 = 7,056 numbers a frame is 14x fewer than an Atari screen
+    (210 x 160 x 3), 26x fewer than the NES's (240 x 256 x 3)."""
+
+    def __init__(self, env: gym.Env, size: int = 84):
+        super().__init__(env)
+        self.size = size
+        self.observation_space = gym.spaces.Box(0, 255, (size, size), np.uint8)
+
+    def observation(self, obs):
+        gray = cv2.cvtColor(obs, cv2.COLOR_RGB2GRAY)
+        return cv2.resize(gray, (self.size, self.size), interpolation=cv2.INTER_AREA)
+
+
+# Copied from common.wrappers.ClipReward
+class ClipReward(gym.RewardWrapper):
+    """Reward clipping: r_t -> its sign (-1, 0 or +1), as in DQN and the PPO paper's Atari runs. Returns and V
+    then keep a similar scale in every game, whatever its points, so one learning rate and one set of
+    hyperparameters suit them all; the price: Breakout's 7-point brick counts no more than a 1-point one."""
+
+    def reward(self, reward):
+        return float(np.sign(reward))
+
+
+# Copied from common.wrappers.FrameStack
+class FrameStack(gym.Wrapper):
+    """Frame stack: the observation s_t is the last k frames, stacked on a new first axis ([k, 84, 84], uint8).
+    One frame shows where things are, not where they are going: Breakout's ball has a velocity only in the change
+    from frame to frame, and pi(a|s_t) needs it to move the paddle to where the ball will be. After a reset, the
+    first frame fills all k slots."""
+
+    def __init__(self, env: gym.Env, k: int = 4):
+        super().__init__(env)
+        self.frames = collections.deque(maxlen=k)
+        space = env.observation_space
+        self.observation_space = gym.spaces.Box(0, 255, (k, *space.shape), space.dtype)
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        self.frames.extend([obs] * self.frames.maxlen)
+        return np.stack(self.frames), info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.frames.append(obs)
+        return np.stack(self.frames), reward, terminated, truncated, info
+
+
+def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None) -> gym.Env:
+    """One game as the agent sees it: the wrappers above, innermost first. RecordEpisodeStatistics sits on the
+    emulator, below the life and reward wrappers, so it reports the real game: all lives, the unclipped score."""
+    env = checked_env(args, render_mode="rgb_array" if video_folder else None)  # gym.make, refusing bad ids
+    env = gym.wrappers.RecordEpisodeStatistics(env)
+    env = NoopReset(env, noop_max=30)
+    env = MaxAndSkip(env, skip=4)
+    if video_folder:
+        env = gym.wrappers.RecordVideo(env, video_folder, episode_trigger=video_trigger, video_length=VIDEO_STEPS,
+                                       fps=15)
+    env = EpisodicLife(env)
+    if "FIRE" in env.unwrapped.get_action_meanings():
+        env = FireReset(env)
+    env = GrayscaleResize(env, size=84)
+    env = ClipReward(env)
+    return FrameStack(env, k=4)
+
+
+# Copied from common.envs.make_envs
+def make_envs(args: Args) -> gym.vector.VectorEnv:
+    """N copies of make_env in one vector env. An env that ends is reset by the vector env: by default (gymnasium
+    >= 1.0) on the NEXT step, a "transition" that must not be trained on; SAME_STEP resets it within the step
+    that ended it, so every step is a real transition, the last observation kept in info["final_obs"]."""
+    thunk = functools.partial(make_worker_env, args)
+    if args.vectorization_mode == "sync":
+        return gym.vector.SyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    return gym.vector.AsyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+                                     context=worker_start_method())
+
+
+# --- The agent: the policy and the value function ------------------------------------------------------------
+
+
+# Copied from common.ppo.layer_init
+def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Module:
+    """Orthogonal weights with gain `std`, zero biases ([37] detail 2): an orthogonal matrix keeps its input's
+    length (times the gain), so no layer starts out shrinking or blowing up the signal."""
+    torch.nn.init.orthogonal_(layer.weight, std)
+    torch.nn.init.constant_(layer.bias, bias_const)
+    return layer
+
+
+class Agent(nn.Module):
+    """The Nature DQN CNN, one trunk for the policy head pi(a|s) and the value head V(s) ([37] Atari detail 8).
+    A convolution slides the same small filters over the whole image, so the ball is recognized wherever it is;
+    three, each coarser, turn the 4 x 84 x 84 frame stack into 64 maps of 7 x 7, which a fully connected layer
+    mixes into the features both heads read. Sharing halves the forward passes, but the value loss (weighted by
+    c1) shapes the policy's features too."""
+
+    def __init__(self, env: gym.Env, hidden_size: int, bf16: bool = False):
+        super().__init__()
+        self.bf16 = bf16
+        channels = env.observation_space.shape[0]
+        self.trunk = nn.Sequential(
+            layer_init(nn.Conv2d(channels, 32, 8, stride=4)), nn.ReLU(),
+            layer_init(nn.Conv2d(32, 64, 4, stride=2)), nn.ReLU(),
+            layer_init(nn.Conv2d(64, 64, 3, stride=1)), nn.ReLU(),
+            nn.Flatten(), layer_init(nn.Linear(64 * 7 * 7, hidden_size)), nn.ReLU(),
+        )
+        # std 0.01: pi starts near uniform, exploring, with no action preferred by accident ([37] detail 2)
+        self.actor = layer_init(nn.Linear(hidden_size, env.action_space.n), std=0.01)
+        self.critic = layer_init(nn.Linear(hidden_size, 1), std=1.0)
+        # channels-last (NHWC): faster on the CPU
+        self.to(memory_format=torch.channels_last)
+
+    def inputs(self, obs: torch.Tensor) -> torch.Tensor:
+        """The trunk's input: uint8 frame stacks scaled to [0, 1] only now ([37] Atari detail 9), channels-last,
+        bfloat16 under --precision bf16."""
+        x = obs.contiguous(memory_format=torch.channels_last) / 255.0
+        return x.to(torch.bfloat16) if self.bf16 else x
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """The trunk's features of frame stacks, uint8 from the env or already inputs()'s."""
+        if x.dtype == torch.uint8:
+            x = self.inputs(x)
+        # --precision bf16: the trunk in bfloat16, the rest in float32; the rollout runs the same network, so r_t
+        # still starts at 1 (up to rounding)
+        with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+            hidden = self.trunk(x)
+        return hidden.float()
+
+    def get_value(self, x: torch.Tensor) -> torch.Tensor:
+        return self.critic(self.features(x)).squeeze(-1)
+
+    def get_action_and_value(self, x: torch.Tensor, action: Optional[torch.Tensor] = None, greedy: bool = False):
+        """The action (`action` if given, else sampled from pi(.|x), or its most probable one if greedy),
+        log pi(action|x), the entropy H(pi(.|x)) and V(x), from one pass through the trunk."""
+        hidden = self.features(x)
+        log_pi = self.actor(hidden).log_softmax(-1)  # log pi(a|x) for every action a
+        pi = log_pi.exp()
+        if action is None:
+            action = log_pi.argmax(-1) if greedy else torch.multinomial(pi, 1).squeeze(-1)
+        log_prob = log_pi.gather(-1, action.unsqueeze(-1)).squeeze(-1)
+        entropy = -(pi * log_pi).sum(-1)  # H = -sum_a pi(a|x) log pi(a|x)
+        return action, log_prob, entropy, self.critic(hidden).squeeze(-1)
+
+
+# --- PPO: the rollout, the advantages (GAE) and the losses ---------------------------------------------------
+
+
+# Copied from common.frames.Rollout
+class Rollout:
+    """What a rollout of T steps of N envs stores, one NumPy array [T, N] per quantity (obs: [T, N, 4, 84, 84]),
+    turned into tensors once per update."""
+
+    def __init__(self, num_steps: int, num_envs: int, obs_shape: tuple):
+        self.obs = np.zeros((num_steps, num_envs) + obs_shape, dtype=np.uint8)  # frames stay uint8
+        self.actions = np.zeros((num_steps, num_envs), dtype=np.int64)
+        self.logprobs = np.zeros((num_steps, num_envs), dtype=np.float32)
+        self.rewards = np.zeros((num_steps, num_envs), dtype=np.float32)
+        self.dones = np.zeros((num_steps, num_envs), dtype=np.float32)
+        self.values = np.zeros((num_steps, num_envs), dtype=np.float32)
+        self.final_values = np.zeros((num_steps, num_envs), dtype=np.float32)  # V(s_{t+1}) where an episode ended
+
+
+def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarray, rollout: Rollout,
+                    check=lambda: None):
+    """Run pi_old for T steps in the N envs, filling `rollout`. Returns the observation to go on from, V of it
+    (last_value, for GAE) and the episodes that ended, as (step, return, length)."""
+    device = next(agent.parameters()).device
+    episodes = []
+    for step in range(len(rollout.obs)):
+        check()  # Ctrl-C: the run ends here
+        rollout.obs[step] = next_obs
+        with torch.inference_mode():  # acting needs no gradients: they are recomputed in the update
+            action, logprob, _, value = agent.get_action_and_value(torch.as_tensor(next_obs, device=device))
+        rollout.actions[step], rollout.logprobs[step], rollout.values[step] = (
+            action.cpu().numpy(), logprob.cpu().numpy(), value.cpu().numpy())
+
+        next_obs, rollout.rewards[step], terminated, truncated, info = envs.step(rollout.actions[step])
+        rollout.dones[step] = terminated | truncated
+        rollout.final_values[step] = 0.0  # terminated: the MDP ended, no future reward: V(s_{t+1}) = 0
+        if "final_obs" in info:
+            # Truncated (info["final_obs"]: where it ended): a time limit cut the episode where more reward would
+            # have come, so bootstrap from V(final observation) ([TL]). Termination wins: TimeLimit also sets
+            # truncated when the episode terminated on the limit step, and then V = 0.
+            bootstrap = truncated & ~terminated
+            if bootstrap.any():
+                final_obs = np.stack(info["final_obs"][bootstrap])
+                with torch.inference_mode():
+                    rollout.final_values[step, bootstrap] = agent.get_value(
+                        torch.as_tensor(final_obs, device=device)).cpu().numpy()
+            if "episode" in info["final_info"]:  # a lost life ends an episode but not the game: no score yet
+                stats = info["final_info"]["episode"]
+                for i in np.flatnonzero(info["final_info"]["_episode"]):
+                    episodes.append((step, float(stats["r"][i]), int(stats["l"][i])))
+    with torch.inference_mode():
+        last_value = agent.get_value(torch.as_tensor(next_obs, device=device)).cpu().numpy()
+    return next_obs, last_value, episodes
+
+
+# Copied from common.ppo.compute_gae
+def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, gae_lambda: float) -> np.ndarray:
+    """Generalized Advantage Estimation ([GAE]), backwards over a rollout. NumPy arrays [T] (or [T, N]).
+
+    A k-step estimate of A_t sums k rewards, then trusts V: r_t + ... + gamma^(k-1) r_{t+k-1} + gamma^k V(s_{t+k})
+    - V(s_t). Small k leans on V (little variance, but V's bias); large k on the rewards (no bias, much variance).
+    GAE averages them all with weights (1 - lambda) lambda^(k-1): lambda = 0 is the one-step delta_t, lambda = 1
+    the whole return minus V. The average sums to the recursion below.
+
+    dones[t] = 1 where an episode ended at step t: no advantage flows back across it, and final_values[t] is its
+    V(s_{t+1}), 0 after a termination, V(final observation) after a truncation. last_value = V(s_T).
+    """
+    # V(s_{t+1}) for every step: the next row's value, last_value after the last row, final_values at ends.
+    next_values = np.where(dones == 1, final_values, np.concatenate([values[1:], [last_value]]))
+    advantages = np.zeros_like(rewards)
+    last_gae = 0.0
+    for t in reversed(range(len(rewards))):
+        # delta_t = r_t + gamma * V(s_{t+1}) - V(s_t)                              (paper eq. 12)
+        delta = rewards[t] + gamma * next_values[t] - values[t]
+        # A_t = delta_t + gamma * lambda * A_{t+1}, cut at episode ends            (paper eq. 11)
+        last_gae = delta + gamma * gae_lambda * (1.0 - dones[t]) * last_gae
+        advantages[t] = last_gae
+    return advantages
+
+
+# Copied from common.ppo.clipped_surrogate_loss
+def clipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip_coef: float) -> torch.Tensor:
+    """-L^CLIP, to minimize. L^CLIP = E[min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t)]      (paper eq. 7)
+
+    By cases (the paper's Figure 1). A_t > 0, an action better than average: L^CLIP grows with r_t up to 1 + eps,
+    then is flat, so nothing is gained by making a_t more likely than that. A_t < 0: it grows as r_t falls to
+    1 - eps, then is flat. The min keeps the unclipped term where it is smaller, so a move the wrong way is never
+    clipped away. Flat means a zero gradient: the clip removes the incentive to push r_t further, not the move.
+    """
+    unclipped = ratio * advantages
+    clipped = torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef) * advantages
+    return -torch.min(unclipped, clipped).mean()
+
+
+# Copied from common.ppo.clipped_value_loss
+def clipped_value_loss(newvalue, oldvalue, returns, vf_clip_coef: float) -> torch.Tensor:
+    """L^VF with the value clipped like the ratio ([37] detail 9):
+    0.5 * max((V - V^targ)^2, (V_old + clip(V - V_old, -eps_v, eps_v) - V^targ)^2)
+
+    Like L^CLIP, a pessimistic bound: moving V further than eps_v from the V that collected the data earns no
+    more credit. The paper uses the plain squared error; baselines and CleanRL clip (whether it helps: README.md).
+    """
+    clipped = oldvalue + torch.clamp(newvalue - oldvalue, -vf_clip_coef, vf_clip_coef)
+    return 0.5 * torch.max((newvalue - returns) ** 2, (clipped - returns) ** 2).mean()
+
+
+# Copied from common.distributed.step_network
+def step_network(optimizer: optim.Optimizer, loss: torch.Tensor, parameters, args: Args) -> None:
+    """One gradient step of one network (its `parameters`) on `loss`."""
+    parameters = list(parameters)  # (read twice below: a generator such as agent.parameters() would run dry)
+    optimizer.zero_grad()
+    loss.backward()
+    all_ranks_mean_grads(parameters, args)  # (torchrun: every process takes the same step, the mean one)
+    # Global gradient clipping ([37] detail 11): all gradients scaled down together to a norm of at most
+    # max_grad_norm, so one unlucky minibatch cannot take a huge step.
+    nn.utils.clip_grad_norm_(parameters, args.max_grad_norm)
+    optimizer.step()
+
+
+# --- Training: the PPO loop ----------------------------------------------------------------------------------
+
+
+def train(args: Args, ckpt: Optional[dict]) -> None:
+    args.batch_size = args.num_envs * args.num_steps
+    run = Run(args, ckpt)  # processes (torchrun), seeds, run folder, log, checkpoints, Ctrl-C: below the fence
+    device = run.device
+    args.num_iterations = args.total_timesteps // (args.num_steps * run.parallel_envs)  # N envs on every process
+
+    with make_env(args) as env:  # one env, to read the spaces off
+        agent = Agent(env, args.hidden_size, use_bf16(args, device)).to(device)
+    envs = make_envs(args)
+    # Adam's eps 1e-5, not 1e-8 ([37] detail 3): it bounds the step of a weight whose gradients were near zero.
+    optimizer = adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
+    global_step, start_iteration, log = run.start(agent, optimizer)  # 0 and 1 in a new run
+    rollout = Rollout(args.num_steps, args.num_envs, envs.single_observation_space.shape)
+    next_obs = run.first_observation(envs)  # seeded from --seed
+
+    for iteration in range(start_iteration, args.num_iterations + 1):
+        # Annealing ([37] detail 4): lr_i = alpha_i * learning_rate, alpha_i = 1 - (i - 1) / num_iterations (Table 5):
+        # large steps while the policy is poor, smaller ones as it settles.
+        alpha = run.alpha(iteration)
+        if args.anneal_lr:
+            optimizer.param_groups[0]["lr"] = alpha * args.learning_rate
+        # Table 5 anneals epsilon too (--anneal-clip): the objective stops rewarding a move of r_t ever sooner as
+        # training goes on. Held at 0.1 by default, as in CleanRL: at 40M frames it ended above annealing on both seeds.
+        clip_coef = alpha * args.clip_coef if args.anneal_clip else args.clip_coef
+
+        # --- Rollout: run the current policy pi_old for T steps in each of the N envs -----------------------
+        next_obs, last_value, episodes = collect_rollout(envs, agent, next_obs, rollout, run.check)
+        for step, episodic_return, length in episodes:  # rank 0's games: the whole game's real score
+            log.episode(episodic_return, length, global_step + (step + 1) * run.parallel_envs)
+        global_step += args.num_steps * run.parallel_envs
+
+        # --- Advantages: how much better each action turned out than pi's average from its state -------------
+        # A_t > 0 makes a_t more likely, A_t < 0 less. Subtracting the baseline V(s_t) keeps the gradient right on
+        # average and takes out what any action from s_t would have got: most of the return's noise.
+        advantages = compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.final_values, last_value,
+                                 args.gamma, args.gae_lambda)
+        returns = advantages + rollout.values  # the value targets V^targ_t = A_t + V(s_t)
+        # Flatten [T, N] into one batch of N*T samples: after GAE, the order of the samples no longer matters.
+        b_obs, b_actions, b_logprobs, b_advantages, b_returns, b_values = (
+            torch.as_tensor(x, device=device).flatten(0, 1)
+            for x in (rollout.obs, rollout.actions, rollout.logprobs, advantages, returns, rollout.values)
+        )
+        b_obs = agent.inputs(b_obs)  # scaled once here, for all the epochs below
+
+        # --- Update: K epochs of minibatch gradient steps on L^{CLIP+VF+S} ----------------------------------
+        # The ratio r_t = pi(a_t|s_t) / pi_old(a_t|s_t) reweights pi_old's samples to what pi would see (importance
+        # sampling), so one rollout serves K epochs, while pi stays near pi_old: the clip keeps it there.
+        clipfracs, vf_clipfracs = [], []
+        for epoch in range(args.update_epochs):
+            for mb in torch.randperm(args.batch_size, device=device).split(args.minibatch_size):
+                run.check()  # Ctrl-C: the run ends here
+                _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb], b_actions[mb])
+                # r_t as exp(log pi - log pi_old): stable where a ratio of small probabilities is not
+                logratio = newlogprob - b_logprobs[mb]
+                ratio = logratio.exp()
+                with torch.no_grad():
+                    # KL[pi_old || pi] on the minibatch, two unbiased estimates (http://joschu.net/blog/kl-approx.html):
+                    # the mean of -log r_t, noisy, even negative; approx_kl, of (r_t - 1) - log r_t, never negative,
+                    # less noisy, and what --target-kl reads.
+                    old_approx_kl = (-logratio).mean()
+                    approx_kl = ((ratio - 1) - logratio).mean()
+                    # (torchrun: the mean over the processes, so that they all stop at the same epoch)
+                    old_approx_kl, approx_kl = all_ranks_mean(torch.stack([old_approx_kl, approx_kl]), args)
+                    clipfracs.append(((ratio - 1.0).abs() > clip_coef).float().mean().item())
+
+                # Normalized per minibatch ([37] detail 7): the step's size no longer depends on the rewards' scale.
+                mb_advantages = b_advantages[mb]
+                if args.norm_adv:
+                    mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+
+                pg_loss = clipped_surrogate_loss(ratio, mb_advantages, clip_coef)
+                if args.clip_vloss:
+                    v_loss = clipped_value_loss(newvalue, b_values[mb], b_returns[mb], args.vf_clip_coef)
+                    # the share of samples whose V moved past the clip range: where the clip can act
+                    vf_clipfracs.append(((newvalue - b_values[mb]).abs() > args.vf_clip_coef).float().mean().item())
+                else:  # L^VF = (V(s_t) - V^targ_t)^2 (eq. 9), halved so that its gradient is the error
+                    v_loss = 0.5 * ((newvalue - b_returns[mb]) ** 2).mean()
+                entropy_loss = entropy.mean()
+                # Maximize L^CLIP - c1 L^VF + c2 S (eq. 9): c1 weighs the critic's error, c2 the entropy bonus that
+                # keeps pi spread over the actions, still exploring.
+                loss = pg_loss + args.vf_coef * v_loss - args.ent_coef * entropy_loss
+
+                step_network(optimizer, loss, agent.parameters(), args)
+
+            # Early stop: once pi has drifted this far from pi_old, more epochs on the same data would take it
+            # past where the samples say anything (Spinning Up's PPO checks before every step; this check, like
+            # CleanRL's, comes after each epoch and reads approx_kl of that epoch's last minibatch only).
+            if args.target_kl is not None and approx_kl > args.target_kl:
+                break
+
+        # --- Logging: the losses and KL estimates are the last minibatch's (clipfrac: the mean over all of them)
+        log.update(global_step, args.num_steps * run.parallel_envs, {
+            "charts/learning_rate": optimizer.param_groups[0]["lr"], "losses/value_loss": v_loss.item(),
+            "losses/policy_loss": pg_loss.item(), "losses/entropy": entropy_loss.item(),
+            "losses/old_approx_kl": old_approx_kl.item(), "losses/approx_kl": approx_kl.item(),
+            "losses/clipfrac": np.mean(clipfracs),
+            "losses/explained_variance": explained_variance(returns, rollout.values),
+            "losses/update_epochs": epoch + 1,
+            **({"losses/vf_clipfrac": np.mean(vf_clipfracs)} if vf_clipfracs else {}),
+            "charts/clip_coef": clip_coef,
+        })
+
+        # --- Evaluation of the policy on whole games, on an env of its own ---------------------------------
+        last = iteration == args.num_iterations
+        if args.eval_every and (last or iteration % args.eval_every == 0):
+            run.evaluate(agent, global_step)  # (under torchrun, rank 0 plays while the others wait)
+
+        run.after_update(iteration, global_step)  # a checkpoint every few updates (Ctrl-C: run.check())
+
+    run.close()
+
+
+# =========================================================================================================
+# The rest is plumbing, skippable on a first read: device and process settings, bad-input checks, run folders
+# and logging, Ctrl-C, checkpoints and resume, evaluation and play, the --help texts
+# and torchrun and precision (nothing of PPO, which is all above)
+# =========================================================================================================
+
+import ast  # (the plumbing's own imports: PPO above needs none of them)
+import contextlib
+import copy
+import dataclasses
+import inspect
+import io
+import multiprocessing
+import os
+import random
+import signal
+import sys
+import time
+
+import torch.distributed as dist
+import tqdm
+import tyro
+from torch.utils.tensorboard import SummaryWriter
+
+SCRIPT = os.path.basename(__file__)
+
+
+@dataclass
+class Args(Hyperparameters):
+    """The command line: PPO's hyperparameters (Hyperparameters, above) and the flags for running the script."""
+
+    vectorization_mode: Literal["sync", "async"] = "async"
+    """sync: step the N envs one after another in this process; async: one process per env, stepped in parallel (pays
+    off when an env step costs more than sending its data between processes, and there are cores to run them on)"""
     exp_name: str = SCRIPT[: -len(".py")]
     """name of the experiment: runs are saved in runs/<env-id>__<exp-name>__<seed>__<unix-time>/"""
     seed: int = 1
@@ -221,578 +712,6 @@ class Args:
     """number of rollout + update cycles: total_timesteps // (batch_size * world_size)"""
 
 
-# ---------------------------------------------------------------------------------------------------------
-# The environment
-# ---------------------------------------------------------------------------------------------------------
-
-
-# Copied from common.wrappers.NoopReset
-class NoopReset(gym.Wrapper):
-    """On reset, take a random number (1 to noop_max) of NOOP actions, so that episodes start from different
-    states: the emulator is deterministic, and a policy could otherwise memorize one opening. The count is
-    drawn from the env's own np_random, as gymnasium's AtariPreprocessing draws it, so a seeded reset
-    repeats."""
-
-    def __init__(self, env: gym.Env, noop_max: int = 30):
-        super().__init__(env)
-        self.noop_max = noop_max
-        assert env.unwrapped.get_action_meanings()[0] == "NOOP", "action 0 must be NOOP"
-
-    def reset(self, **kwargs):
-        obs, info = self.env.reset(**kwargs)
-        for _ in range(self.unwrapped.np_random.integers(1, self.noop_max + 1)):
-            obs, _, terminated, truncated, info = self.env.step(0)
-            if terminated or truncated:  # a game that ends while doing nothing: start it again
-                obs, info = self.env.reset()
-        return obs, info
-
-
-# Copied from common.wrappers.MaxAndSkip
-class MaxAndSkip(gym.Wrapper):
-    """Repeat each action for `skip` frames and sum their rewards; return the pixel-wise max of the last two
-    frames. The agent decides `skip` times less often, and an object that the game draws on only one of the
-    last two frames (a flickering sprite) still shows in the observation.
-
-    Differs from gymnasium's MaxAndSkipObservation, and baselines' and SB3's MaxAndSkipEnv, only when the
-    episode ends before the last frame of a skip: those max two buffers still holding frames of an earlier
-    step, this one the last two frames actually seen (or the one, if the episode ended on the first)."""
-
-    def __init__(self, env: gym.Env, skip: int = 4):
-        super().__init__(env)
-        self.skip = skip
-
-    def step(self, action):
-        total_reward, previous, obs = 0.0, None, None
-        for _ in range(self.skip):
-            previous, (obs, reward, terminated, truncated, info) = obs, self.env.step(action)
-            total_reward += float(reward)
-            if terminated or truncated:
-                break
-        frame = obs if previous is None else np.maximum(previous, obs)
-        return frame, total_reward, terminated, truncated, info
-
-
-# Copied from common.wrappers.EpisodicLife
-class EpisodicLife(gym.Wrapper):
-    """Losing a life ends the training episode (terminated=True, so no value is bootstrapped past a death),
-    but not the game: the reset that follows continues the game where it is, and only a game over resets
-    the emulator. The agent learns that dying is final, yet still sees the later, harder parts of the game.
-
-    Differs from gymnasium's AtariPreprocessing(terminal_on_life_loss=True), whose reset after a lost life
-    restarts the game from its beginning. Wrap the env in RecordEpisodeStatistics BELOW this wrapper: its
-    episodes are then whole games (all lives), the score people report."""
-
-    def __init__(self, env: gym.Env):
-        super().__init__(env)
-        self.lives, self.game_over = 0, True
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self.game_over = terminated or truncated
-        lives = self.unwrapped.ale.lives()
-        if 0 < lives < self.lives:
-            terminated = True  # a life lost: the end of this training episode
-        self.lives = lives
-        return obs, reward, terminated, truncated, info
-
-    def reset(self, **kwargs):
-        if self.game_over:
-            obs, info = self.env.reset(**kwargs)
-        else:  # after a lost life: one NOOP step to carry on from the current state
-            obs, _, terminated, truncated, info = self.env.step(0)
-            if terminated or truncated:
-                obs, info = self.env.reset(**kwargs)
-        self.game_over, self.lives = False, self.unwrapped.ale.lives()
-        return obs, info
-
-
-# Copied from common.wrappers.FireReset
-class FireReset(gym.Wrapper):
-    """Press FIRE on every reset, in games that wait for it (Breakout: it launches the ball), so that no
-    episode starts with the game waiting for the policy to press it. With EpisodicLife below, that includes
-    the reset after each lost life.
-
-    Differs from baselines' FireResetEnv (baselines/common/atari_wrappers.py), and so from SB3's, which CleanRL's
-    ppo_atari.py uses: those press FIRE and then action 2 (RIGHT in Breakout), each followed by a reset if the
-    game ended; baselines' source gives no reason for the second press. Here the policy chooses that step
-    itself: an episode starts one agent step (4 frames) earlier and, at a game's start, with Breakout's paddle
-    12 pixels left of where that RIGHT moves it. With SB3's FireResetEnv in its place, make_env's frames,
-    rewards, ends and lives are SB3's AtariWrapper's step for step, but for MaxAndSkip's frame at a game over
-    (tests/test_atari_wrappers.py). Kept because every committed Breakout run, and agents/breakout.pt, was
-    trained with FIRE alone."""
-
-    def __init__(self, env: gym.Env):
-        super().__init__(env)
-        assert env.unwrapped.get_action_meanings()[1] == "FIRE", "action 1 must be FIRE"
-
-    def reset(self, **kwargs):
-        self.env.reset(**kwargs)
-        obs, _, terminated, truncated, info = self.env.step(1)
-        if terminated or truncated:
-            obs, info = self.env.reset(**kwargs)
-        return obs, info
-
-
-# Copied from common.wrappers.GrayscaleResize
-class GrayscaleResize(gym.ObservationWrapper):
-    """RGB frame -> grayscale -> size x size (84 x 84), uint8, as DQN preprocessed Atari frames: 84 x 84 =
-    7,056 numbers per frame, 14x fewer than an Atari screen (210 x 160 x 3), 26x fewer than the NES's
-    (240 x 256 x 3). OpenCV's RGB-to-gray weights (0.299, 0.587, 0.114) give exactly the ALE's own
-    grayscale screen, the one gymnasium's AtariPreprocessing reads; INTER_AREA averages the pixels each output
-    pixel covers, as AtariPreprocessing resizes."""
-
-    def __init__(self, env: gym.Env, size: int = 84):
-        super().__init__(env)
-        self.size = size
-        self.observation_space = gym.spaces.Box(0, 255, (size, size), np.uint8)
-
-    def observation(self, obs):
-        gray = cv2.cvtColor(obs, cv2.COLOR_RGB2GRAY)
-        return cv2.resize(gray, (self.size, self.size), interpolation=cv2.INTER_AREA)
-
-
-# Copied from common.wrappers.ClipReward
-class ClipReward(gym.RewardWrapper):
-    """Reward -> its sign (-1, 0 or +1), as in DQN and the PPO paper's Atari runs: one learning rate and one
-    value scale then suit every game, whatever its points. Differs from gymnasium's ClipReward(-1, 1) for
-    rewards strictly between -1 and 1 (0.5 stays 0.5 there, becomes 1 here); Atari scores are integers."""
-
-    def reward(self, reward):
-        return float(np.sign(reward))
-
-
-# Copied from common.wrappers.FrameStack
-class FrameStack(gym.Wrapper):
-    """Observation = the last k frames, stacked on a new first axis ([k, 84, 84], uint8): one frame shows
-    where things are but not which way they move, a stack of frames does. After a reset, the first frame fills
-    all k slots (as gymnasium's FrameStackObservation pads by default)."""
-
-    def __init__(self, env: gym.Env, k: int = 4):
-        super().__init__(env)
-        self.frames = collections.deque(maxlen=k)
-        space = env.observation_space
-        self.observation_space = gym.spaces.Box(0, 255, (k, *space.shape), space.dtype)
-
-    def reset(self, **kwargs):
-        obs, info = self.env.reset(**kwargs)
-        self.frames.extend([obs] * self.frames.maxlen)
-        return np.stack(self.frames), info
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self.frames.append(obs)
-        return np.stack(self.frames), reward, terminated, truncated, info
-
-
-def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None) -> gym.Env:
-    """The wrapper stack, innermost first. RecordEpisodeStatistics sits right on the emulator, below the life and
-    reward wrappers: what it reports is the real game, all lives, the unclipped score (episode lengths are in
-    frames). RecordVideo sits above the frame skip, still below the life wrapper: a video is a whole game (at
-    most its first VIDEO_STEPS agent steps), one frame per agent step, played at 15 fps (60 / 4)."""
-    try:
-        env = gym.make(args.env_id, render_mode="rgb_array" if video_folder else None)
-    except gym.error.Error as e:  # unknown id, unknown version, missing optional dependency
-        fail(f"cannot make --env-id {args.env_id!r}: {e}")
-    if not isinstance(env.unwrapped, ale_py.AtariEnv):
-        fail(f"--env-id {args.env_id} is not an Atari game; this script needs one of the ALE, e.g. "
-             "BreakoutNoFrameskip-v4 (for flat observations use ppo_lunarlander_vec.py)")
-    if env.unwrapped._frameskip != 1:
-        fail(f"--env-id {args.env_id} skips frames itself; this script skips them with MaxAndSkip: use a "
-             "NoFrameskip-v4 id (e.g. BreakoutNoFrameskip-v4)")
-    env = gym.wrappers.RecordEpisodeStatistics(env)
-    env = NoopReset(env, noop_max=30)
-    env = MaxAndSkip(env, skip=4)
-    if video_folder:  # (RecordVideo holds a video's frames in memory until it writes them: hence the cap)
-        env = gym.wrappers.RecordVideo(env, video_folder, episode_trigger=video_trigger, video_length=VIDEO_STEPS,
-                                       fps=15)
-    env = EpisodicLife(env)
-    if "FIRE" in env.unwrapped.get_action_meanings():
-        env = FireReset(env)
-    env = GrayscaleResize(env, size=84)
-    env = ClipReward(env)
-    return FrameStack(env, k=4)
-
-
-# Copied from common.envs.make_envs
-def make_envs(args: Args) -> gym.vector.VectorEnv:
-    """N copies of make_env in one vector env (train() has already made one, for the Agent, so the env is known
-    to work), stepped one after another in this process (sync) or each in a worker process of its own (async).
-
-    Autoreset: when one of the N envs ends, the vector env resets it by itself. Gymnasium >= 1.0 does that on
-    the NEXT step by default (that step's action is ignored and its "transition" is a reset, which must not
-    be trained on). SAME_STEP instead resets it within the step that ended it: the observation returned is
-    already the new episode's first, and the one the episode ended on is in info["final_obs"]. Every step
-    of the rollout is then a real transition, and truncated episodes can bootstrap from V(final obs).
-    """
-    thunk = functools.partial(make_worker_env, args)
-    if args.vectorization_mode == "sync":
-        return gym.vector.SyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
-    return gym.vector.AsyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-                                     context=worker_start_method())
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The agent: the policy and the value function
-# ---------------------------------------------------------------------------------------------------------
-
-
-# Copied from common.ppo.layer_init
-def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Module:
-    """Orthogonal weights with gain `std`, zero biases ([37] detail 2). sqrt(2) is the ReLU gain (tanh's is 5/3);
-    the reference implementations (openai/baselines, CleanRL) give it to their hidden layers, ReLU and tanh alike."""
-    torch.nn.init.orthogonal_(layer.weight, std)
-    torch.nn.init.constant_(layer.bias, bias_const)
-    return layer
-
-
-class Agent(nn.Module):
-    """The Nature DQN CNN as a trunk shared by a policy head and a value head ([37] Atari detail 8).
-
-    Input: 4 stacked 84 x 84 grayscale frames, uint8, scaled to [0, 1] inside the network (so the rollout and
-    the shared memory the async workers hand their observations over in hold 4x fewer bytes than float32 frames
-    would, [37] Atari detail 9). Conv 32 8x8 stride 4,
-    conv 64 4x4 stride 2, conv 64 3x3 stride 1, a fully connected layer of 512, ReLUs. Sharing the trunk halves
-    the forward passes; the price is that the value loss shapes the policy's features too, weighted by c1.
-    """
-
-    def __init__(self, env: gym.Env, hidden_size: int, bf16: bool = False):
-        super().__init__()
-        self.bf16 = bf16
-        channels = env.observation_space.shape[0]
-        self.trunk = nn.Sequential(
-            layer_init(nn.Conv2d(channels, 32, 8, stride=4)), nn.ReLU(),
-            layer_init(nn.Conv2d(32, 64, 4, stride=2)), nn.ReLU(),
-            layer_init(nn.Conv2d(64, 64, 3, stride=1)), nn.ReLU(),
-            nn.Flatten(), layer_init(nn.Linear(64 * 7 * 7, hidden_size)), nn.ReLU(),
-        )
-        # A policy head initialized with std 0.01 starts with near-uniform action probabilities: maximal
-        # exploration at first, and no action is preferred by accident of the initialization ([37] detail 2).
-        self.actor = layer_init(nn.Linear(hidden_size, env.action_space.n), std=0.01)
-        self.critic = layer_init(nn.Linear(hidden_size, 1), std=1.0)
-        # Channels-last (NHWC) weights and inputs: oneDNN's CPU convolutions run faster on them than on NCHW.
-        self.to(memory_format=torch.channels_last)
-
-    def inputs(self, obs: torch.Tensor) -> torch.Tensor:
-        """uint8 frame stacks [B, 4, 84, 84] as the trunk reads them: scaled to [0, 1], channels-last, and in
-        bfloat16 under --precision bf16 (the type autocast would cast them to for the first convolution). The
-        update converts the whole rollout once, rather than each of its minibatches in every epoch again."""
-        x = obs.contiguous(memory_format=torch.channels_last) / 255.0
-        return x.to(torch.bfloat16) if self.bf16 else x
-
-    def features(self, x: torch.Tensor) -> torch.Tensor:
-        """The trunk's 512 features of a batch of frame stacks [B, 4, 84, 84]: uint8 as the env gives them
-        (converted here), or already converted by inputs()."""
-        if x.dtype == torch.uint8:
-            x = self.inputs(x)
-        # Mixed precision (--precision bf16): the trunk, nearly all of the arithmetic, computes in bfloat16
-        # (float32's 8 exponent bits, 7 of its 23 mantissa bits), which a CPU with AMX runs faster than float32.
-        # Its features come back as float32 for the heads, the log-softmax and the losses. The rollout and the
-        # update run the same bf16 network, so the ratio r_t starts at 1 up to rounding: on the CPU to ~1e-5,
-        # on a GPU to ~1e-3, whose kernels for the rollout's N samples and the update's minibatches round
-        # differently (README: the GPU check).
-        with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-            hidden = self.trunk(x)
-        return hidden.float()
-
-    def get_value(self, x: torch.Tensor) -> torch.Tensor:
-        return self.critic(self.features(x)).squeeze(-1)
-
-    def get_action_and_value(self, x: torch.Tensor, action: Optional[torch.Tensor] = None, greedy: bool = False):
-        """pi(.|x) and V(x), from one pass through the trunk. Samples an action (the most probable one if
-        greedy) unless `action` is given.
-
-        Returns the action, log pi(action|x), the entropy H(pi(.|x)) and V(x). The categorical distribution is
-        written out rather than taken from torch.distributions.Categorical: it is four lines.
-        """
-        hidden = self.features(x)
-        log_pi = self.actor(hidden).log_softmax(-1)  # log pi(a|x) for every action a
-        pi = log_pi.exp()
-        if action is None:
-            action = log_pi.argmax(-1) if greedy else torch.multinomial(pi, 1).squeeze(-1)
-        log_prob = log_pi.gather(-1, action.unsqueeze(-1)).squeeze(-1)
-        entropy = -(pi * log_pi).sum(-1)  # H = -sum_a pi(a|x) log pi(a|x)
-        return action, log_prob, entropy, self.critic(hidden).squeeze(-1)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# PPO: the rollout, the advantages (GAE) and the losses
-# ---------------------------------------------------------------------------------------------------------
-
-
-# Copied from common.frames.Rollout
-class Rollout:
-    """One rollout in NumPy, one [T, N] array per quantity (obs: [T, N, 4, 84, 84]).
-
-    The environments speak NumPy and the network torch: a row write here is many times cheaper than one into a
-    tensor, and the whole rollout is turned into tensors once per update."""
-
-    def __init__(self, num_steps: int, num_envs: int, obs_shape: tuple):
-        self.obs = np.zeros((num_steps, num_envs) + obs_shape, dtype=np.uint8)  # frames stay uint8
-        self.actions = np.zeros((num_steps, num_envs), dtype=np.int64)
-        self.logprobs = np.zeros((num_steps, num_envs), dtype=np.float32)
-        self.rewards = np.zeros((num_steps, num_envs), dtype=np.float32)
-        self.dones = np.zeros((num_steps, num_envs), dtype=np.float32)
-        self.values = np.zeros((num_steps, num_envs), dtype=np.float32)
-        self.final_values = np.zeros((num_steps, num_envs), dtype=np.float32)  # V(s_{t+1}) where an episode ended
-
-
-def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarray, rollout: Rollout,
-                    should_stop=lambda: False):
-    """Run the current policy pi_old for T steps in the N envs, filling `rollout`.
-
-    Returns the observation to continue from, V of it (last_value, for GAE) and the episodes that ended, as
-    (step, return, length) tuples.
-    """
-    device = next(agent.parameters()).device
-    episodes = []
-    for step in range(len(rollout.obs)):
-        if should_stop():  # Ctrl-C (Stopper): this rollout is given up
-            break
-        rollout.obs[step] = next_obs
-        with torch.inference_mode():  # acting needs no gradients: they are recomputed in the update
-            action, logprob, _, value = agent.get_action_and_value(torch.as_tensor(next_obs, device=device))
-        rollout.actions[step], rollout.logprobs[step], rollout.values[step] = (
-            action.cpu().numpy(), logprob.cpu().numpy(), value.cpu().numpy())
-
-        next_obs, rollout.rewards[step], terminated, truncated, info = envs.step(rollout.actions[step])
-        rollout.dones[step] = terminated | truncated
-        rollout.final_values[step] = 0.0  # terminated: the MDP ended, there is no future reward, V(s_{t+1}) = 0
-        if "final_obs" in info:
-            # Some envs ended at this step and were already reset (SAME_STEP): next_obs holds the first
-            # observation of their new episode, and info["final_obs"] the one they ended on.
-            # A truncated episode was cut by a time limit in a state that is not terminal, and the agent would
-            # have collected more reward: bootstrap from V(final observation) ([TL]). Termination wins:
-            # gymnasium's TimeLimit also sets truncated on the limit step when the episode terminated there,
-            # and then the MDP ended (V = 0) whatever the clock says.
-            bootstrap = truncated & ~terminated
-            if bootstrap.any():
-                final_obs = np.stack(info["final_obs"][bootstrap])
-                with torch.inference_mode():
-                    rollout.final_values[step, bootstrap] = agent.get_value(
-                        torch.as_tensor(final_obs, device=device)).cpu().numpy()
-            if "episode" in info["final_info"]:  # a lost life ends an episode but not the game: no score yet
-                stats = info["final_info"]["episode"]
-                for i in np.flatnonzero(info["final_info"]["_episode"]):
-                    episodes.append((step, float(stats["r"][i]), int(stats["l"][i])))
-    with torch.inference_mode():
-        last_value = agent.get_value(torch.as_tensor(next_obs, device=device)).cpu().numpy()
-    return next_obs, last_value, episodes
-
-
-# Copied from common.ppo.compute_gae
-def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, gae_lambda: float) -> np.ndarray:
-    """Generalized Advantage Estimation over a rollout, backwards in time. NumPy arrays of shape [T] (or [T, N]).
-
-    dones[t] = 1 where an episode ended at step t, by termination or truncation: no advantage flows back
-    across it. final_values[t], read only there, is the V(s_{t+1}) the return should see, as the rollout set it:
-    0 after a termination, V(final observation) after a truncation. last_value = V(s_T), the state after the
-    rollout's last step.
-    """
-    # V(s_{t+1}) for every step: the next row's value, last_value after the last row, final_values at ends.
-    next_values = np.where(dones == 1, final_values, np.concatenate([values[1:], [last_value]]))
-    advantages = np.zeros_like(rewards)
-    last_gae = 0.0
-    for t in reversed(range(len(rewards))):
-        # delta_t = r_t + gamma * V(s_{t+1}) - V(s_t)                              (paper eq. 12)
-        delta = rewards[t] + gamma * next_values[t] - values[t]
-        # A_t = delta_t + gamma * lambda * A_{t+1}, cut at episode ends            (paper eq. 11)
-        last_gae = delta + gamma * gae_lambda * (1.0 - dones[t]) * last_gae
-        advantages[t] = last_gae
-    return advantages
-
-
-# Copied from common.ppo.clipped_surrogate_loss
-def clipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip_coef: float) -> torch.Tensor:
-    """-L^CLIP, to minimize. L^CLIP = E[min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t)]      (paper eq. 7)
-
-    The min makes it a pessimistic bound: once the ratio r_t has moved past 1 + eps (A > 0) or below 1 - eps
-    (A < 0), the clipped term is the smaller one and its gradient is zero (the flat parts of Figure 1). That takes
-    away the incentive to move r_t further, not the move itself: a step taken for other samples can still carry
-    it past the range.
-    """
-    unclipped = ratio * advantages
-    clipped = torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef) * advantages
-    return -torch.min(unclipped, clipped).mean()
-
-
-# Copied from common.ppo.clipped_value_loss
-def clipped_value_loss(newvalue, oldvalue, returns, vf_clip_coef: float) -> torch.Tensor:
-    """L^VF with the value clipped like the ratio ([37] detail 9):
-    0.5 * max((V - V^targ)^2, (V_old + clip(V - V_old, -eps_v, eps_v) - V^targ)^2)
-
-    Like L^CLIP, a pessimistic bound: a step that moves V further than eps_v from the V that collected the
-    data earns no more credit for it. The paper uses the plain squared error; the reference implementations
-    (openai/baselines, CleanRL) clip. [37] ran no ablation of it; it cites Engstrom et al. 2020 (arXiv:2005.12729),
-    who found no evidence that it helps, and Andrychowicz et al. 2021 (arXiv:2006.05990), whose decision C13 found
-    that it hurts. `--no-clip-vloss` turns it off.
-    """
-    clipped = oldvalue + torch.clamp(newvalue - oldvalue, -vf_clip_coef, vf_clip_coef)
-    return 0.5 * torch.max((newvalue - returns) ** 2, (clipped - returns) ** 2).mean()
-
-
-# Copied from common.distributed.step_network
-def step_network(optimizer: optim.Optimizer, loss: torch.Tensor, parameters, args: Args) -> None:
-    """One gradient step of one network (its `parameters`) on `loss`."""
-    parameters = list(parameters)  # (read twice below: a generator such as agent.parameters() would run dry)
-    optimizer.zero_grad()
-    loss.backward()
-    # Several ranks: average the gradients over them, so that every rank takes the same step, the one a single
-    # process holding all world_size x N x T samples would take (all but the advantages' normalization, which
-    # each rank does over its own minibatch).
-    all_ranks_mean_grads(parameters, args)
-    # Global grad-norm clipping: one norm over all the network's parameters together, rescaled to at most
-    # max_grad_norm, so one bad minibatch cannot make a huge step ([37] detail 11).
-    nn.utils.clip_grad_norm_(parameters, args.max_grad_norm)
-    optimizer.step()
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Training: the PPO loop
-# ---------------------------------------------------------------------------------------------------------
-
-
-def train(args: Args, ckpt: Optional[dict]) -> None:
-    rank, device = setup_distributed(args)  # under torchrun: this process's rank and its device
-    args.batch_size = args.num_envs * args.num_steps
-    # global_step counts the steps of all ranks: each update consumes world_size rollouts.
-    args.num_iterations = args.total_timesteps // (args.batch_size * args.world_size)
-    seed_everything(args, rank, device)  # each rank's generators seeded with seed + rank
-    run_dir = run_folder(args)  # runs/<env-id>__<exp-name>__<seed>__<time>/, or the resumed run's own
-    videos = videos_folder(args, run_dir)  # where --capture-video records (a resumed run: a folder of its own)
-
-    with make_env(args) as env:  # one env, to read the spaces off and refuse a bad --env-id early
-        agent = Agent(env, args.hidden_size, use_bf16(args, device)).to(device)
-    envs = make_envs(args)
-    # eps 1e-5 instead of Adam's default 1e-8, as in the reference implementations ([37] detail 3): it bounds
-    # the step lr * m / (sqrt(v) + eps) where a gradient has been near zero, so such a weight cannot jump.
-    optimizer = adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
-    # A new run starts at step 0, annealing from 1; --resume restores the weights, the optimizer's state, this
-    # rank's random generators, the step count and the annealing schedule. Every rank takes rank 0's weights.
-    global_step, start_iteration, schedule = restore_run(args, ckpt, agent, optimizer, device, rank)
-    log = RunLog(args, run_dir, device, global_step, rank)  # the run folder: TensorBoard, the progress bar, SPS
-    checkpoint_path = os.path.join(run_dir, "checkpoint.pt")
-    rollout = Rollout(args.num_steps, args.num_envs, envs.single_observation_space.shape)
-
-    # Env i of rank r starts from seed + r N + i; a resumed run starts fresh episodes, seeded from the seed and
-    # the step count.
-    next_obs, _ = envs.reset(seed=args.seed + rank * args.num_envs + global_step)
-
-    # Ctrl-C asks for a clean stop: at the next rollout step or minibatch, the checkpoint of the last complete
-    # update (the snapshot, taken after every update) is saved and the script exits.
-    stopper = Stopper(args, rank, device)
-    stopper.snapshot = checkpoint_state(args, agent, optimizer, global_step, start_iteration - 1, schedule)
-
-    for iteration in range(start_iteration, args.num_iterations + 1):
-        # Linear annealing ([37] detail 4): lr_i = alpha_i * learning_rate, alpha_i = 1 - (i - 1) / num_iterations
-        # falling from 1 toward 0 (Table 5's alpha). The scale is 1, but in a run resumed with a larger
-        # --total-timesteps, where it makes alpha go on from its last value (resumed_schedule): never up.
-        frac = schedule["scale"] * (1.0 - (iteration - 1) / args.num_iterations)
-        if args.anneal_lr:
-            optimizer.param_groups[0]["lr"] = frac * args.learning_rate
-        # Table 5 anneals epsilon too (--anneal-clip): the objective stops rewarding a move of r_t ever sooner as
-        # training goes on. Held at 0.1 by default, as in CleanRL: at 40M frames it ended above annealing on both seeds.
-        clip_coef = frac * args.clip_coef if args.anneal_clip else args.clip_coef
-
-        # --- Rollout: run the current policy pi_old for T steps in each of the N envs -----------------------
-        next_obs, last_value, episodes = collect_rollout(envs, agent, next_obs, rollout, stopper.check)
-        if stopper.stopped:
-            break
-        for step, episodic_return, length in episodes:  # rank 0's games: the whole game's real score
-            log.episode(episodic_return, length, global_step + (step + 1) * args.num_envs * args.world_size)
-        global_step += args.batch_size * args.world_size
-
-        # --- Advantages: computed once per rollout, from the value function that collected it -------------
-        advantages = compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.final_values, last_value,
-                                 args.gamma, args.gae_lambda)
-        returns = advantages + rollout.values  # the value targets: V^targ_t = A_t + V(s_t)
-        # Flatten [T, N] into one batch of N*T samples: after GAE, the order of the samples no longer matters.
-        b_obs, b_actions, b_logprobs, b_advantages, b_returns, b_values = (
-            torch.as_tensor(x, device=device).flatten(0, 1)
-            for x in (rollout.obs, rollout.actions, rollout.logprobs, advantages, returns, rollout.values)
-        )
-        b_obs = agent.inputs(b_obs)  # scaled once here, for all the epochs below
-
-        # --- Update: K epochs of minibatch gradient steps on L^{CLIP+VF+S} ----------------------------------
-        clipfracs, vf_clipfracs = [], []
-        for epoch in range(args.update_epochs):
-            for mb in torch.randperm(args.batch_size, device=device).split(args.minibatch_size):
-                if stopper.check():  # Ctrl-C
-                    break
-                _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb], b_actions[mb])
-                # r_t(theta) = pi(a_t|s_t) / pi_old(a_t|s_t), computed as exp(log pi - log pi_old): a ratio
-                # of two small probabilities is numerically fragile, a difference of logs is not. b_logprobs is
-                # log pi_old, recorded in the rollout: it stays fixed through all K epochs while pi moves.
-                logratio = newlogprob - b_logprobs[mb]
-                ratio = logratio.exp()
-                with torch.no_grad():
-                    # KL[pi_old || pi] estimators (http://joschu.net/blog/kl-approx.html), logged; approx_kl
-                    # (k3, unbiased and never negative) also drives the --target-kl early stop.
-                    old_approx_kl = (-logratio).mean()
-                    approx_kl = ((ratio - 1) - logratio).mean()
-                    # Under torchrun, their mean over the ranks: logged, and read by the early stop (the ranks must
-                    # all stop at the same epoch).
-                    old_approx_kl, approx_kl = all_ranks_mean(torch.stack([old_approx_kl, approx_kl]), args)
-                    clipfracs.append(((ratio - 1.0).abs() > clip_coef).float().mean().item())
-
-                mb_advantages = b_advantages[mb]
-                if args.norm_adv:
-                    mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
-
-                pg_loss = clipped_surrogate_loss(ratio, mb_advantages, clip_coef)
-                if args.clip_vloss:
-                    v_loss = clipped_value_loss(newvalue, b_values[mb], b_returns[mb], args.vf_clip_coef)
-                    # the share of samples whose V moved past the clip range: where the clip can act
-                    vf_clipfracs.append(((newvalue - b_values[mb]).abs() > args.vf_clip_coef).float().mean().item())
-                else:  # L^VF = (V(s_t) - V^targ_t)^2, halved so its gradient is the plain error       (eq. 9)
-                    v_loss = 0.5 * ((newvalue - b_returns[mb]) ** 2).mean()
-                entropy_loss = entropy.mean()
-                # L^{CLIP+VF+S} = L^CLIP - c1 L^VF + c2 S is maximized; we minimize its negative       (eq. 9)
-                # With v_loss's 0.5 the value term is c1 * 0.5 * (V - V^targ)^2: c1 = 0.5 weighs the squared
-                # error by 0.25, as CleanRL's defaults do; eq. 9's c1 weighs the squared error by c1 itself.
-                loss = pg_loss + args.vf_coef * v_loss - args.ent_coef * entropy_loss
-
-                step_network(optimizer, loss, agent.parameters(), args)
-
-            # Early stop: once pi has drifted this far from pi_old, more epochs on the same data would take it
-            # past where the samples say anything (Spinning Up's PPO checks before every step; this check, like
-            # CleanRL's, comes after each epoch and reads approx_kl of that epoch's last minibatch only).
-            if stopper.stopped or args.target_kl is not None and approx_kl > args.target_kl:
-                break
-        if stopper.stopped:
-            break
-
-        # --- Logging: the losses and KL estimates are the last minibatch's (clipfrac: the mean over all of them)
-        log.update(global_step, args.batch_size * args.world_size, {
-            "charts/learning_rate": optimizer.param_groups[0]["lr"], "losses/value_loss": v_loss.item(),
-            "losses/policy_loss": pg_loss.item(), "losses/entropy": entropy_loss.item(),
-            "losses/old_approx_kl": old_approx_kl.item(), "losses/approx_kl": approx_kl.item(),
-            "losses/clipfrac": np.mean(clipfracs),
-            "losses/explained_variance": explained_variance(returns, rollout.values),
-            "losses/update_epochs": epoch + 1,
-            **({"losses/vf_clipfrac": np.mean(vf_clipfracs)} if vf_clipfracs else {}),
-            "charts/clip_coef": clip_coef,
-        })
-
-        # --- Evaluation of the policy on whole games, on an env of its own ---------------------------------
-        last = iteration == args.num_iterations
-        if args.eval_every and (last or iteration % args.eval_every == 0):
-            evaluate_and_log(args, agent, log, videos, global_step, stopper) if rank == 0 else stopper.wait_for_rank_0()
-
-        # --- Checkpoint -------------------------------------------------------------------------------------
-        stopper.snapshot = checkpoint_state(args, agent, optimizer, global_step, iteration, schedule)  # (every rank)
-        if rank == 0 and (last or (args.checkpoint_every and iteration % args.checkpoint_every == 0)):
-            save_checkpoint(checkpoint_path, stopper.snapshot)
-
-    end_of_run(log, envs, checkpoint_path, stopper)
-
-
-# =========================================================================================================
-# The rest is plumbing, skippable on a first read: device and process settings, bad-input checks, run folders
-# and logging, Ctrl-C, checkpoints and resume, evaluation and play, the --help texts
-# and torchrun and precision (nothing of PPO, which is all above)
-# =========================================================================================================
-
-
 # On a GPU, torch.use_deterministic_algorithms(True) lets cuBLAS multiply matrices only with a fixed workspace,
 # and raises on the first matmul without one. cuBLAS reads this when CUDA starts: it is set here, as the script is
 # imported, before anything touches CUDA.
@@ -830,6 +749,22 @@ def make_worker_env(args: Args) -> gym.Env:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         cv2.setNumThreads(1)  # one worker per env already: OpenCV's own threads would only compete
     return make_env(args)
+
+
+def checked_env(args: Args, render_mode: Optional[str]) -> gym.Env:
+    """gym.make(--env-id), or one line and exit 2 where it cannot be made or is not this script's: an Atari game of
+    the ALE that does not skip frames itself (MaxAndSkip does)."""
+    try:
+        env = gym.make(args.env_id, render_mode=render_mode)
+    except gym.error.Error as e:  # unknown id, unknown version, missing optional dependency
+        fail(f"cannot make --env-id {args.env_id!r}: {e}")
+    if not isinstance(env.unwrapped, ale_py.AtariEnv):
+        fail(f"--env-id {args.env_id} is not an Atari game; this script needs one of the ALE, e.g. "
+             "BreakoutNoFrameskip-v4 (for flat observations use ppo_lunarlander_vec.py)")
+    if env.unwrapped._frameskip != 1:
+        fail(f"--env-id {args.env_id} skips frames itself; this script skips them with MaxAndSkip: use a "
+             "NoFrameskip-v4 id (e.g. BreakoutNoFrameskip-v4)")
+    return env
 
 
 # Copied from common.cli.fail
@@ -1099,6 +1034,79 @@ class Stopper:
         evaluation found is rank 0's alone)."""
         while self.meet(evaluating=False):
             pass
+
+
+# Copied from common.distributed.Run
+class Run:
+    """common.runs.Run's twin for the scripts that can train under torchrun: what train() needs that is not PPO,
+    behind a few calls. Here it also holds the processes (ranks, one a GPU or a share of the CPU) that torchrun
+    starts, each running N envs and averaging its gradients with the others, and Ctrl-C stops mid-update: check(),
+    called at every rollout step and before every gradient step, saves the last complete update and ends the run."""
+
+    def __init__(self, args: Args, ckpt: Optional[dict]):
+        self.args, self.ckpt = args, ckpt
+        self.rank, self.device = setup_distributed(args)  # under torchrun: this process's rank and its device
+        # the envs stepped together, N on each rank: global_step counts the steps of them all
+        self.parallel_envs = args.num_envs * args.world_size
+        seed_everything(args, self.rank, self.device)  # each rank's generators seeded with seed + rank
+        self.dir = run_folder(args)  # runs/<env-id>__<exp-name>__<seed>__<time>/, or the resumed run's own
+        # where --capture-video records (a resumed run: a folder of its own); None without it
+        self.videos = videos_folder(args, self.dir) if args.capture_video else None
+
+    def start(self, agent: nn.Module, optimizer: optim.Optimizer) -> tuple[int, int, RunLog]:
+        """(global_step, first update, log): 0 and 1 for a new run; for a resumed one the checkpoint's, with the
+        weights, the optimizer's state, this rank's random generators and the annealing schedule restored. Every
+        rank takes rank 0's weights. Opens the log (rank 0 writes it) and takes the first snapshot for Ctrl-C."""
+        self.agent, self.optimizer = agent, optimizer
+        global_step, start_iteration, self.schedule = restore_run(self.args, self.ckpt, agent, optimizer, self.device,
+                                                                  self.rank)
+        self.log = RunLog(self.args, self.dir, self.device, global_step, self.rank)
+        self.checkpoint_path = os.path.join(self.dir, "checkpoint.pt")
+        self.stopper = Stopper(self.args, self.rank, self.device)
+        self.stopper.snapshot = checkpoint_state(self.args, agent, optimizer, global_step, start_iteration - 1,
+                                                 self.schedule)
+        self.global_step = global_step
+        return global_step, start_iteration, self.log
+
+    def first_observation(self, envs) -> np.ndarray:
+        """Reset the envs for the first rollout: env i of rank r seeded from seed + r N + i and the step count (a
+        resumed run starts fresh episodes, not the ones it started with)."""
+        self.vector_env = envs  # (closed by close())
+        obs, _ = envs.reset(seed=self.args.seed + self.rank * self.args.num_envs + self.global_step)
+        return obs
+
+    def alpha(self, iteration: int) -> float:
+        """Table 5's alpha for update `iteration`: 1 - (i - 1) / num_iterations, falling from 1 toward 0. In a run
+        resumed with a larger --total-timesteps the schedule's scale makes it go on from its last value over the
+        added updates, never up (resumed_schedule); in every other run the scale is 1."""
+        return self.schedule["scale"] * (1.0 - (iteration - 1) / self.schedule["num_iterations"])
+
+    def check(self) -> None:
+        """Ctrl-C, under torchrun on any rank (the ranks agree on it: Stopper): save the last complete update and
+        end the run now (exit 130). Called between rollout steps and before gradient steps."""
+        if self.stopper.check():
+            self.close()
+
+    def evaluate(self, agent: nn.Module, global_step: int):
+        """evaluate_and_log on rank 0 (what it returns), while the other ranks wait for it (None)."""
+        if self.rank == 0:
+            return evaluate_and_log(self.args, agent, self.log, self.videos, global_step, self.stopper)
+        return self.stopper.wait_for_rank_0()
+
+    def after_update(self, iteration: int, global_step: int, last: bool = False) -> None:
+        """The end of update `iteration` (`last`: the run ends after it): the snapshot a Ctrl-C would save, taken on
+        every rank; rank 0 saves it every --checkpoint-every updates and after the last."""
+        self.global_step = global_step
+        self.stopper.snapshot = checkpoint_state(self.args, self.agent, self.optimizer, global_step, iteration,
+                                                 self.schedule)
+        every = self.args.checkpoint_every
+        if self.rank == 0 and (last or iteration == self.args.num_iterations or (every and iteration % every == 0)):
+            save_checkpoint(self.checkpoint_path, self.stopper.snapshot)
+
+    def close(self) -> None:
+        """End the run: end_of_run (a Ctrl-C's checkpoint, the log and the envs closed, the process group left; exit
+        130 after a Ctrl-C)."""
+        end_of_run(self.log, self.vector_env, self.checkpoint_path, self.stopper)
 
 
 # Copied from common.distributed.end_of_run
@@ -1429,14 +1437,16 @@ def one_line_help(cls: type) -> type:
     """Hand tyro each field's docstring as one line, which --help wraps to the terminal's width. tyro keeps the
     line breaks of a docstring whose continuation lines are indented (it joins only lines that start with a
     letter), so --help would break its lines where the source does, mid-sentence. It reads a dataclass field's
-    "help" metadata before the docstring: that is where the joined text goes. Returns cls."""
+    "help" metadata before the docstring: that is where the joined text goes. The fields cls inherits (Args's from
+    Hyperparameters) are read in their own class's source. Returns cls."""
     if cls.__dict__.get("help_joined"):  # (once per process: reading the source takes tens of milliseconds)
         return cls
-    body = ast.parse(inspect.getsource(cls)).body[0].body
-    for node, doc in zip(body, body[1:]):
-        if isinstance(node, ast.AnnAssign) and isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant):
-            field = cls.__dataclass_fields__[node.target.id]
-            field.metadata = {**field.metadata, "help": " ".join(doc.value.value.split())}
+    for klass in [k for k in cls.__mro__ if dataclasses.is_dataclass(k)]:
+        body = ast.parse(inspect.getsource(klass)).body[0].body
+        for node, doc in zip(body, body[1:]):
+            if isinstance(node, ast.AnnAssign) and isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant):
+                field = cls.__dataclass_fields__[node.target.id]
+                field.metadata = {**field.metadata, "help": " ".join(doc.value.value.split())}
     cls.help_joined = True
     return cls
 

@@ -1,46 +1,48 @@
 """PPO on CartPole-v1: the smallest complete Proximal Policy Optimization.
 
 What this lesson teaches
-    One environment, one actor-critic network whose hidden layer is shared by a policy head and a value head,
-    rollouts of T steps, advantages from GAE(gamma, lambda), then K epochs of shuffled minibatch updates on the
-    clipped surrogate objective plus a value loss and an entropy bonus (the paper's L^{CLIP+VF+S}, eq. 9),
-    with one Adam optimizer.
+    One env, one network with a policy head and a value head on a shared layer, rollouts of T steps, advantages
+    by GAE, then K epochs of minibatch steps on the paper's L^{CLIP+VF+S} (eq. 9).
+
+The loop (each line names the function below that does it)
+    for each update i = 1, 2, ..., num_iterations:                                 train()
+        lr = alpha_i * learning_rate, alpha_i falling linearly from 1 toward 0
+        run pi_old for T steps: s_t, a_t, r_t, log pi_old(a_t|s_t), V(s_t)           collect_rollout()
+        advantages A_t by GAE; value targets V^targ_t = A_t + V(s_t)                 compute_gae()
+        for K epochs, for each shuffled minibatch of M steps:
+            log pi(a_t|s_t), the entropy S, V(s_t) under the current weights        Agent.get_action_and_value()
+            r_t = pi(a_t|s_t) / pi_old(a_t|s_t); -L^CLIP from r_t and A_t           clipped_surrogate_loss()
+            loss = -L^CLIP + c1 L^VF - c2 S; one Adam step, gradient clipped       train()
 
 What you should see
-    The return (mean of the last 20 training episodes, 5 seeds): 151 at 10k steps, 402 at 25k (228-500), 500
-    on every seed at 50k and at the end (100k steps, 17 s a seed on 2 CPU cores, start-up included; seed 3
-    dipped to 476 at 90k). A healthy update, as logged (5th-95th percentile of each seed's 390 updates):
-    approx_kl 0.0002-0.06, clipfrac 0-0.39, entropy from ln 2 = 0.69 down to 0.22-0.38 in the second half,
-    value_loss from up to 58 early to 0.00006-0.0025 in the second half. explained_variance reaches 0.99, then falls below 0 (median -1.4 there):
-    1 - Var(R - V) / Var(R) < 0 with a value loss of 2e-4 means the targets vary less than V's tiny error.
-    The defaults: gamma 0.98, lambda 0.8 and 256 samples per update are SB3 zoo's for CartPole-v1 (its 8 envs
-    x 32 steps); clip 0.2, c1 0.5, c2 0.01 and the 0.5 gradient norm CleanRL's ppo.py's; learning rate 4e-3
-    and 10 epochs of 128 this lesson's own (zoo: 1e-3, 20 epochs of 256). The commands behind every figure,
-    and the runs they read: benchmarks/README.md, "What a healthy run looks like".
+    The progress bar's return (the mean of the last 20 episodes) reaches CartPole's maximum, 500, within about
+    50,000 steps and stays there; the 100,000-step run takes about 17 seconds on 2 CPU cores. Each update moves pi a
+    little: approx_kl below about 0.06, clipfrac below 0.4, the entropy falling from ln 2 = 0.69 toward 0.3. Curves
+    of 5 seeds: benchmarks/results/ppo_cartpole.png; every range: benchmarks/README.md, "What a healthy run looks
+    like".
 
-Try this (20 seeds each, benchmarks/README.md "What each detail buys": the shift in the AUC, the mean training return
-over the run, with its 95% interval, and the verdict of the study's Holm-corrected tests)
-    python ppo_cartpole.py --gae-lambda 1  # -56.5 [-73.0, -40.0], hurts
-    python -m benchmarks.patches --patch unclipped-objective ppo_cartpole.py  # -47.6 [-61.8, -33.5], hurts
-    python ppo_cartpole.py --no-norm-adv  # +3.6 [-4.2, 11.3], not detected (could detect 15.2)
+Try this (predict, then run; "Measured": the study's change in the mean return over the run, 20 seeds a setting,
+with its 95% interval and Holm-corrected verdict; benchmarks/README.md)
+    python ppo_cartpole.py --gae-lambda 1
+        Predict: lambda = 1 makes A_t the rest of the episode's return minus V(s_t). Faster or slower?
+        Answer: slower: a sum of hundreds of sampled rewards is far noisier than r_t + gamma V(s_{t+1}).
+        Measured: -56.5 [-73.0, -40.0], hurts
+    python -m benchmarks.patches --patch unclipped-objective ppo_cartpole.py
+        Predict: with r_t A_t unclipped (the paper's L^CPI), what do 10 epochs on one rollout do?
+        Answer: they push pi past where pi_old's samples say how good its actions are, so it learns slower.
+        Measured: -47.6 [-61.8, -33.5], hurts
+    python ppo_cartpole.py --no-norm-adv
+        Predict: does normalizing the advantages in each minibatch matter here?
+        Answer: not detectably: Adam already scales each step by its gradient's running size.
+        Measured: +3.6 [-4.2, 11.3], not detected (could detect 15.2)
 
-Differs from: nothing, this is the first lesson. Every later script is a diff against one of its neighbours.
-
-Deliberately left out, and the script that has each:
-    - several environments stepped together (vector envs)      -> ppo_lunarlander_vec.py
-    - separate actor and critic networks                       -> ppo_lunarlander_vec.py
-    - clipped value loss, early stop on a KL target            -> ppo_lunarlander_vec.py
-    - evaluation episodes of the greedy policy during training -> ppo_lunarlander_vec.py
-    - continuous actions, observation/reward normalization     -> ppo_pendulum_continuous.py
-    - the paper's adaptive KL penalty (eq. 8)                  -> ppo_pendulum_continuous.py
-    - pixels, a CNN, torch.distributed                         -> ppo_breakout_atari.py
+Differs from: nothing; later lessons add vector envs and two networks (ppo_lunarlander_vec.py), continuous
+actions (ppo_pendulum_continuous.py), pixels (ppo_breakout_atari.py).
 
 Usage
-    python ppo_cartpole.py                                    # train: 100k steps, under a minute on 2 CPUs
-    python ppo_cartpole.py --seed 2 --total-timesteps 200000
-    python ppo_cartpole.py --resume runs/<run>/checkpoint.pt --total-timesteps 200000
-    python ppo_cartpole.py --play runs/<run>/checkpoint.pt --episodes 5 --capture-video
-    tensorboard --logdir runs
+    python ppo_cartpole.py                                                   # train
+    python ppo_cartpole.py --play runs/<run>/checkpoint.pt --capture-video   # watch the trained policy
+    tensorboard --logdir runs                                                # the curves
 
 References
     [PPO] Schulman et al. 2017, Proximal Policy Optimization Algorithms, arXiv:1707.06347 (eqs. 7, 9, 11, 12)
@@ -49,15 +51,8 @@ References
     [37]  Huang et al. 2022, The 37 Implementation Details of Proximal Policy Optimization (ICLR blog track)
 """
 
-import ast
-import collections
-import dataclasses
-import inspect
-import os
-import random
-import signal
-import sys
-import time
+from __future__ import annotations
+
 from dataclasses import dataclass
 from typing import Optional
 
@@ -66,19 +61,14 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.optim as optim
-import tqdm
-import tyro
-from torch.utils.tensorboard import SummaryWriter
 
-# A "# Copied from common.<module>.<Name>" line marks a checked copy: the original is <Name> in common/<module>.py,
-# shared word for word with the other scripts that need it; `python -m common.check_copies` fails when a copy
-# drifts from it, and `--fix` rewrites the copy.
-
-SCRIPT = os.path.basename(__file__)
+# "# Copied from common.<module>.<Name>": a copy of common/<module>.py's <Name>, checked by common.check_copies.
 
 
 @dataclass
-class Args:
+class Hyperparameters:
+    """PPO's hyperparameters, each a flag (--learning-rate 1e-3); Args, below the fence, adds the run's flags."""
+
     # --- environment ---
     env_id: str = "CartPole-v1"
     """Gymnasium id of the environment: it needs a Discrete action space and a flat Box observation"""
@@ -116,7 +106,265 @@ class Args:
     hidden_size: int = 64
     """width of the shared hidden layer"""
 
-    # --- running the script (not PPO) ---
+
+# --- The environment -----------------------------------------------------------------------------------------
+
+
+# Copied from common.envs.make_env
+def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None) -> gym.Env:
+    """The wrapper stack. RecordEpisodeStatistics reports each finished episode in info["episode"]."""
+    env = checked_env(args, render_mode="rgb_array" if video_folder else None)  # gym.make, refusing bad ids
+    if video_folder:
+        env = record_video(env, video_folder, video_trigger)
+    return gym.wrappers.RecordEpisodeStatistics(env)
+
+
+# --- The agent: the policy and the value function ------------------------------------------------------------
+
+
+# Copied from common.ppo.layer_init
+def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Module:
+    """Orthogonal weights with gain `std`, zero biases ([37] detail 2): an orthogonal matrix keeps its input's
+    length (times the gain), so no layer starts out shrinking or blowing up the signal."""
+    torch.nn.init.orthogonal_(layer.weight, std)
+    torch.nn.init.constant_(layer.bias, bias_const)
+    return layer
+
+
+class Agent(nn.Module):
+    """The policy pi(a|s), the actor, and the value function V(s), the critic, on one shared hidden layer.
+
+    pi gives each action a probability; acting samples from it. V(s) predicts the discounted return from s: the
+    baseline of the advantages, regressed on the returns (L^VF), which shapes the shared layer too (c1 weighs it).
+    """
+
+    def __init__(self, env: gym.Env, hidden_size: int):
+        super().__init__()
+        self.trunk = nn.Sequential(layer_init(nn.Linear(env.observation_space.shape[0], hidden_size)), nn.Tanh())
+        # std 0.01: pi starts near uniform, exploring, with no action preferred by accident ([37] detail 2)
+        self.actor = layer_init(nn.Linear(hidden_size, env.action_space.n), std=0.01)
+        self.critic = layer_init(nn.Linear(hidden_size, 1), std=1.0)
+
+    def get_value(self, x: torch.Tensor) -> torch.Tensor:
+        return self.critic(self.trunk(x)).squeeze(-1)
+
+    def get_action_and_value(self, x: torch.Tensor, action: Optional[torch.Tensor] = None, greedy: bool = False):
+        """The action (`action` if given, else sampled from pi(.|x), or its most probable one if greedy),
+        log pi(action|x), the entropy H(pi(.|x)) and V(x)."""
+        hidden = self.trunk(x)
+        log_pi = self.actor(hidden).log_softmax(-1)  # log pi(a|x) for every action a
+        pi = log_pi.exp()
+        if action is None:
+            action = log_pi.argmax(-1) if greedy else torch.multinomial(pi, 1).squeeze(-1)
+        log_prob = log_pi.gather(-1, action.unsqueeze(-1)).squeeze(-1)
+        entropy = -(pi * log_pi).sum(-1)  # H = -sum_a pi(a|x) log pi(a|x)
+        return action, log_prob, entropy, self.critic(hidden).squeeze(-1)
+
+
+# --- PPO: the rollout, the advantages (GAE) and the losses ---------------------------------------------------
+
+
+class Rollout:
+    """What a rollout of T steps stores, one NumPy array per quantity, turned into tensors once per update."""
+
+    def __init__(self, num_steps: int, obs_shape: tuple):
+        self.obs = np.zeros((num_steps,) + obs_shape, dtype=np.float32)
+        self.actions = np.zeros(num_steps, dtype=np.int64)
+        self.logprobs = np.zeros(num_steps, dtype=np.float32)
+        self.rewards = np.zeros(num_steps, dtype=np.float32)
+        self.dones = np.zeros(num_steps, dtype=np.float32)
+        self.values = np.zeros(num_steps, dtype=np.float32)
+        self.final_values = np.zeros(num_steps, dtype=np.float32)  # V(s_{t+1}) where an episode ended
+
+
+def collect_rollout(env: gym.Env, agent: Agent, next_obs: np.ndarray, rollout: Rollout):
+    """Run pi_old for T steps, filling `rollout`. Returns the observation to go on from, V of it (last_value, for
+    GAE) and the episodes that ended, as (step, return, length)."""
+    device = next(agent.parameters()).device
+    episodes = []
+    for step in range(len(rollout.obs)):
+        rollout.obs[step] = next_obs
+        with torch.inference_mode():  # acting needs no gradients: they are recomputed in the update
+            action, logprob, _, value = agent.get_action_and_value(torch.as_tensor(next_obs, device=device))
+        rollout.actions[step], rollout.logprobs[step], rollout.values[step] = (
+            action.item(), logprob.item(), value.item())
+
+        next_obs, rollout.rewards[step], terminated, truncated, info = env.step(rollout.actions[step])
+        rollout.dones[step] = terminated or truncated
+        rollout.final_values[step] = 0.0  # terminated: the MDP ended, there is no future reward, V(s_{t+1}) = 0
+        if terminated or truncated:
+            # Truncated: a time limit cut the episode where more reward would have come, so bootstrap from
+            # V(final observation) ([TL]); next_obs is that observation. Termination wins: TimeLimit also sets
+            # truncated when the episode terminated on the limit step, and then V = 0.
+            if truncated and not terminated:
+                with torch.inference_mode():
+                    rollout.final_values[step] = agent.get_value(torch.as_tensor(next_obs, device=device)).item()
+            episodes.append((step, float(info["episode"]["r"]), int(info["episode"]["l"])))
+            next_obs, _ = env.reset()
+    with torch.inference_mode():
+        last_value = agent.get_value(torch.as_tensor(next_obs, device=device)).item()
+    return next_obs, last_value, episodes
+
+
+# Copied from common.ppo.compute_gae
+def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, gae_lambda: float) -> np.ndarray:
+    """Generalized Advantage Estimation ([GAE]), backwards over a rollout. NumPy arrays [T] (or [T, N]).
+
+    A k-step estimate of A_t sums k rewards, then trusts V: r_t + ... + gamma^(k-1) r_{t+k-1} + gamma^k V(s_{t+k})
+    - V(s_t). Small k leans on V (little variance, but V's bias); large k on the rewards (no bias, much variance).
+    GAE averages them all with weights (1 - lambda) lambda^(k-1): lambda = 0 is the one-step delta_t, lambda = 1
+    the whole return minus V. The average sums to the recursion below.
+
+    dones[t] = 1 where an episode ended at step t: no advantage flows back across it, and final_values[t] is its
+    V(s_{t+1}), 0 after a termination, V(final observation) after a truncation. last_value = V(s_T).
+    """
+    # V(s_{t+1}) for every step: the next row's value, last_value after the last row, final_values at ends.
+    next_values = np.where(dones == 1, final_values, np.concatenate([values[1:], [last_value]]))
+    advantages = np.zeros_like(rewards)
+    last_gae = 0.0
+    for t in reversed(range(len(rewards))):
+        # delta_t = r_t + gamma * V(s_{t+1}) - V(s_t)                              (paper eq. 12)
+        delta = rewards[t] + gamma * next_values[t] - values[t]
+        # A_t = delta_t + gamma * lambda * A_{t+1}, cut at episode ends            (paper eq. 11)
+        last_gae = delta + gamma * gae_lambda * (1.0 - dones[t]) * last_gae
+        advantages[t] = last_gae
+    return advantages
+
+
+# Copied from common.ppo.clipped_surrogate_loss
+def clipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip_coef: float) -> torch.Tensor:
+    """-L^CLIP, to minimize. L^CLIP = E[min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t)]      (paper eq. 7)
+
+    By cases (the paper's Figure 1). A_t > 0, an action better than average: L^CLIP grows with r_t up to 1 + eps,
+    then is flat, so nothing is gained by making a_t more likely than that. A_t < 0: it grows as r_t falls to
+    1 - eps, then is flat. The min keeps the unclipped term where it is smaller, so a move the wrong way is never
+    clipped away. Flat means a zero gradient: the clip removes the incentive to push r_t further, not the move.
+    """
+    unclipped = ratio * advantages
+    clipped = torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef) * advantages
+    return -torch.min(unclipped, clipped).mean()
+
+
+# --- Training: the PPO loop ----------------------------------------------------------------------------------
+
+
+def train(args: Args, ckpt: Optional[dict]) -> None:
+    args.batch_size = args.num_steps
+    args.num_iterations = args.total_timesteps // args.batch_size
+    run = Run(args, ckpt)  # seeds, run folder, log, checkpoints, Ctrl-C: the plumbing, below the fence
+    device = run.device
+
+    env = make_env(args, run.videos)
+    agent = Agent(env, args.hidden_size).to(device)
+    # Adam's eps 1e-5, not 1e-8 ([37] detail 3): it bounds the step of a weight whose gradients were near zero.
+    optimizer = adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
+    global_step, start_iteration, log = run.start(agent, optimizer)  # 0 and 1 in a new run
+    rollout = Rollout(args.num_steps, env.observation_space.shape)
+    next_obs = run.first_observation(env)  # seeded from --seed
+
+    for iteration in range(start_iteration, args.num_iterations + 1):
+        # Annealing ([37] detail 4): lr_i = alpha_i * learning_rate, alpha_i = 1 - (i - 1) / num_iterations (Table 5):
+        # large steps while the policy is poor, smaller ones as it settles.
+        alpha = run.alpha(iteration)
+        if args.anneal_lr:
+            optimizer.param_groups[0]["lr"] = alpha * args.learning_rate
+
+        # --- Rollout: run the current policy pi_old for T steps -------------------------------------------
+        next_obs, last_value, episodes = collect_rollout(env, agent, next_obs, rollout)
+        for step, episodic_return, length in episodes:
+            log.episode(episodic_return, length, global_step + step + 1)
+        global_step += args.batch_size
+
+        # --- Advantages: how much better each action turned out than pi's average from its state -------------
+        # A_t > 0 makes a_t more likely, A_t < 0 less. Subtracting the baseline V(s_t) keeps the gradient right on
+        # average and takes out what any action from s_t would have got: most of the return's noise.
+        advantages = compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.final_values, last_value,
+                                 args.gamma, args.gae_lambda)
+        returns = advantages + rollout.values  # the value targets V^targ_t = A_t + V(s_t)
+        b_obs, b_actions, b_logprobs, b_advantages, b_returns = (
+            torch.as_tensor(x, device=device)
+            for x in (rollout.obs, rollout.actions, rollout.logprobs, advantages, returns)
+        )
+
+        # --- Update: K epochs of minibatch gradient steps on L^{CLIP+VF+S} ----------------------------------
+        # The ratio r_t = pi(a_t|s_t) / pi_old(a_t|s_t) reweights pi_old's samples to what pi would see (importance
+        # sampling), so one rollout serves K epochs, while pi stays near pi_old: the clip keeps it there.
+        clipfracs = []
+        for epoch in range(args.update_epochs):
+            for mb in torch.randperm(args.batch_size, device=device).split(args.minibatch_size):
+                _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb], b_actions[mb])
+                # r_t as exp(log pi - log pi_old): stable where a ratio of small probabilities is not
+                logratio = newlogprob - b_logprobs[mb]
+                ratio = logratio.exp()
+                with torch.no_grad():
+                    # KL[pi_old || pi] on the minibatch, two unbiased estimates (http://joschu.net/blog/kl-approx.html):
+                    # the mean of -log r_t, noisy, even negative; approx_kl, of (r_t - 1) - log r_t, never negative.
+                    old_approx_kl = (-logratio).mean()
+                    approx_kl = ((ratio - 1) - logratio).mean()
+                    clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean().item())
+
+                # Normalized per minibatch ([37] detail 7): the step's size no longer depends on the rewards' scale.
+                mb_advantages = b_advantages[mb]
+                if args.norm_adv:
+                    mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+
+                pg_loss = clipped_surrogate_loss(ratio, mb_advantages, args.clip_coef)
+                # L^VF = (V(s_t) - V^targ_t)^2 (eq. 9), halved so that its gradient is the error
+                v_loss = 0.5 * ((newvalue - b_returns[mb]) ** 2).mean()
+                entropy_loss = entropy.mean()
+                # Maximize L^CLIP - c1 L^VF + c2 S (eq. 9): c1 weighs the critic's error, c2 the entropy bonus that
+                # keeps pi spread over the actions, still exploring.
+                loss = pg_loss + args.vf_coef * v_loss - args.ent_coef * entropy_loss
+
+                optimizer.zero_grad()
+                loss.backward()
+                # Global gradient clipping ([37] detail 11): all gradients scaled down together to a norm of at most
+                # max_grad_norm, so one unlucky minibatch cannot take a huge step.
+                nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                optimizer.step()
+
+        # --- Logging: the losses and KL estimates are the last minibatch's (clipfrac: the mean over all of them)
+        log.update(global_step, args.batch_size, {
+            "charts/learning_rate": optimizer.param_groups[0]["lr"], "losses/value_loss": v_loss.item(),
+            "losses/policy_loss": pg_loss.item(), "losses/entropy": entropy_loss.item(),
+            "losses/old_approx_kl": old_approx_kl.item(), "losses/approx_kl": approx_kl.item(),
+            "losses/clipfrac": np.mean(clipfracs),
+            "losses/explained_variance": explained_variance(returns, rollout.values),
+        })
+
+        if run.after_update(iteration, global_step):  # a checkpoint every few updates; True after a Ctrl-C
+            break
+
+    run.close()
+
+
+# =========================================================================================================
+# The rest is plumbing, skippable on a first read: device and process settings, bad-input checks, run folders
+# and logging, Ctrl-C, checkpoints and resume, evaluation and play, the --help texts
+# (nothing of PPO, which is all above)
+# =========================================================================================================
+
+import ast  # (the plumbing's own imports: PPO above needs none of them)
+import collections
+import dataclasses
+import inspect
+import os
+import random
+import signal
+import sys
+import time
+
+import tqdm
+import tyro
+from torch.utils.tensorboard import SummaryWriter
+
+SCRIPT = os.path.basename(__file__)
+
+
+@dataclass
+class Args(Hyperparameters):
+    """The command line: PPO's hyperparameters (Hyperparameters, above) and the flags for running the script."""
+
     exp_name: str = SCRIPT[: -len(".py")]
     """name of the experiment: runs are saved in runs/<env-id>__<exp-name>__<seed>__<unix-time>/"""
     seed: int = 1
@@ -149,286 +397,6 @@ class Args:
     """number of rollout + update cycles: total_timesteps // batch_size"""
 
 
-# ---------------------------------------------------------------------------------------------------------
-# The environment
-# ---------------------------------------------------------------------------------------------------------
-
-
-# Copied from common.envs.make_env
-def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None) -> gym.Env:
-    """The wrapper stack. RecordEpisodeStatistics reports each finished episode in info["episode"]."""
-    try:
-        env = gym.make(args.env_id, render_mode="rgb_array" if video_folder else None)
-    except gym.error.Error as e:  # unknown id, unknown version, missing optional dependency
-        fail(f"cannot make --env-id {args.env_id!r}: {e}")
-    if not isinstance(env.action_space, gym.spaces.Discrete):
-        fail(f"--env-id {args.env_id} has a {type(env.action_space).__name__} action space; this script needs Discrete "
-             "(for continuous actions use ppo_pendulum_continuous.py)")
-    if not (isinstance(env.observation_space, gym.spaces.Box) and len(env.observation_space.shape) == 1):
-        fail(f"--env-id {args.env_id}: its observations are {env.observation_space}; this script needs a flat Box "
-             "(for images use ppo_breakout_atari.py)")
-    if video_folder:
-        # Frames are drawn off-screen (rgb_array): tell SDL not to look for a display, which it would complain of.
-        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-        env = gym.wrappers.RecordVideo(env, video_folder, episode_trigger=video_trigger)
-    return gym.wrappers.RecordEpisodeStatistics(env)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The agent: the policy and the value function
-# ---------------------------------------------------------------------------------------------------------
-
-
-# Copied from common.ppo.layer_init
-def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Module:
-    """Orthogonal weights with gain `std`, zero biases ([37] detail 2). sqrt(2) is the ReLU gain (tanh's is 5/3);
-    the reference implementations (openai/baselines, CleanRL) give it to their hidden layers, ReLU and tanh alike."""
-    torch.nn.init.orthogonal_(layer.weight, std)
-    torch.nn.init.constant_(layer.bias, bias_const)
-    return layer
-
-
-class Agent(nn.Module):
-    """Actor-critic with a shared trunk: one hidden layer feeds both the policy head and the value head.
-
-    Sharing means the value loss also shapes the features the policy uses; that is why the loss (eq. 9)
-    weighs the two with c1. ppo_lunarlander_vec.py splits them into two networks.
-    """
-
-    def __init__(self, env: gym.Env, hidden_size: int):
-        super().__init__()
-        self.trunk = nn.Sequential(layer_init(nn.Linear(env.observation_space.shape[0], hidden_size)), nn.Tanh())
-        # A policy head initialized with std 0.01 starts with near-uniform action probabilities: maximal
-        # exploration at first, and no action is preferred by accident of the initialization ([37] detail 2).
-        self.actor = layer_init(nn.Linear(hidden_size, env.action_space.n), std=0.01)
-        self.critic = layer_init(nn.Linear(hidden_size, 1), std=1.0)
-
-    def get_value(self, x: torch.Tensor) -> torch.Tensor:
-        return self.critic(self.trunk(x)).squeeze(-1)
-
-    def get_action_and_value(self, x: torch.Tensor, action: Optional[torch.Tensor] = None, greedy: bool = False):
-        """pi(.|x) and V(x). Samples an action (the most probable one if greedy) unless `action` is given.
-
-        Returns the action, log pi(action|x), the entropy H(pi(.|x)) and V(x). The categorical distribution is
-        written out rather than taken from torch.distributions.Categorical: it is four lines, and it skips
-        Categorical's argument checks on every call.
-        """
-        hidden = self.trunk(x)
-        log_pi = self.actor(hidden).log_softmax(-1)  # log pi(a|x) for every action a
-        pi = log_pi.exp()
-        if action is None:
-            action = log_pi.argmax(-1) if greedy else torch.multinomial(pi, 1).squeeze(-1)
-        log_prob = log_pi.gather(-1, action.unsqueeze(-1)).squeeze(-1)
-        entropy = -(pi * log_pi).sum(-1)  # H = -sum_a pi(a|x) log pi(a|x)
-        return action, log_prob, entropy, self.critic(hidden).squeeze(-1)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# PPO: the rollout, the advantages (GAE) and the losses
-# ---------------------------------------------------------------------------------------------------------
-
-
-class Rollout:
-    """One rollout in NumPy, one [T] array per quantity (obs: [T, obs_size]).
-
-    The environment speaks NumPy and the network torch: a row write here is many times cheaper than one into a
-    tensor, and the whole rollout is turned into tensors once per update."""
-
-    def __init__(self, num_steps: int, obs_shape: tuple):
-        self.obs = np.zeros((num_steps,) + obs_shape, dtype=np.float32)
-        self.actions = np.zeros(num_steps, dtype=np.int64)
-        self.logprobs = np.zeros(num_steps, dtype=np.float32)
-        self.rewards = np.zeros(num_steps, dtype=np.float32)
-        self.dones = np.zeros(num_steps, dtype=np.float32)
-        self.values = np.zeros(num_steps, dtype=np.float32)
-        self.final_values = np.zeros(num_steps, dtype=np.float32)  # V(s_{t+1}) where an episode ended
-
-
-def collect_rollout(env: gym.Env, agent: Agent, next_obs: np.ndarray, rollout: Rollout):
-    """Run the current policy pi_old for T steps in the env, filling `rollout`.
-
-    Returns the observation to continue from, V of it (last_value, for GAE) and the episodes that ended, as
-    (step, return, length) tuples.
-    """
-    device = next(agent.parameters()).device
-    episodes = []
-    for step in range(len(rollout.obs)):
-        rollout.obs[step] = next_obs
-        with torch.inference_mode():  # acting needs no gradients: they are recomputed in the update
-            action, logprob, _, value = agent.get_action_and_value(torch.as_tensor(next_obs, device=device))
-        rollout.actions[step], rollout.logprobs[step], rollout.values[step] = (
-            action.item(), logprob.item(), value.item())
-
-        next_obs, rollout.rewards[step], terminated, truncated, info = env.step(rollout.actions[step])
-        rollout.dones[step] = terminated or truncated
-        rollout.final_values[step] = 0.0  # terminated: the MDP ended, there is no future reward, V(s_{t+1}) = 0
-        if terminated or truncated:
-            # A truncated episode was cut by a time limit in a state that is not terminal, and the agent would
-            # have collected more reward: bootstrap from V(final observation) ([TL]). Termination wins:
-            # gymnasium's TimeLimit also sets truncated on the limit step when the episode terminated there,
-            # and then the MDP ended (V = 0) whatever the clock says.
-            # With a single env, next_obs is that final observation: nothing resets it behind our back.
-            if truncated and not terminated:
-                with torch.inference_mode():
-                    rollout.final_values[step] = agent.get_value(torch.as_tensor(next_obs, device=device)).item()
-            episodes.append((step, float(info["episode"]["r"]), int(info["episode"]["l"])))
-            next_obs, _ = env.reset()
-    with torch.inference_mode():
-        last_value = agent.get_value(torch.as_tensor(next_obs, device=device)).item()
-    return next_obs, last_value, episodes
-
-
-# Copied from common.ppo.compute_gae
-def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, gae_lambda: float) -> np.ndarray:
-    """Generalized Advantage Estimation over a rollout, backwards in time. NumPy arrays of shape [T] (or [T, N]).
-
-    dones[t] = 1 where an episode ended at step t, by termination or truncation: no advantage flows back
-    across it. final_values[t], read only there, is the V(s_{t+1}) the return should see, as the rollout set it:
-    0 after a termination, V(final observation) after a truncation. last_value = V(s_T), the state after the
-    rollout's last step.
-    """
-    # V(s_{t+1}) for every step: the next row's value, last_value after the last row, final_values at ends.
-    next_values = np.where(dones == 1, final_values, np.concatenate([values[1:], [last_value]]))
-    advantages = np.zeros_like(rewards)
-    last_gae = 0.0
-    for t in reversed(range(len(rewards))):
-        # delta_t = r_t + gamma * V(s_{t+1}) - V(s_t)                              (paper eq. 12)
-        delta = rewards[t] + gamma * next_values[t] - values[t]
-        # A_t = delta_t + gamma * lambda * A_{t+1}, cut at episode ends            (paper eq. 11)
-        last_gae = delta + gamma * gae_lambda * (1.0 - dones[t]) * last_gae
-        advantages[t] = last_gae
-    return advantages
-
-
-# Copied from common.ppo.clipped_surrogate_loss
-def clipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip_coef: float) -> torch.Tensor:
-    """-L^CLIP, to minimize. L^CLIP = E[min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t)]      (paper eq. 7)
-
-    The min makes it a pessimistic bound: once the ratio r_t has moved past 1 + eps (A > 0) or below 1 - eps
-    (A < 0), the clipped term is the smaller one and its gradient is zero (the flat parts of Figure 1). That takes
-    away the incentive to move r_t further, not the move itself: a step taken for other samples can still carry
-    it past the range.
-    """
-    unclipped = ratio * advantages
-    clipped = torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef) * advantages
-    return -torch.min(unclipped, clipped).mean()
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Training: the PPO loop
-# ---------------------------------------------------------------------------------------------------------
-
-
-def train(args: Args, ckpt: Optional[dict]) -> None:
-    args.batch_size = args.num_steps
-    args.num_iterations = args.total_timesteps // args.batch_size
-    device = seed_everything(args)  # Python's, NumPy's and torch's generators seeded; the device to train on
-    run_dir = run_folder(args)  # runs/<env-id>__<exp-name>__<seed>__<time>/, or the resumed run's own
-    videos = videos_folder(args, run_dir)  # where --capture-video records (a resumed run: a folder of its own)
-
-    env = make_env(args, videos if args.capture_video else None)
-    agent = Agent(env, args.hidden_size).to(device)
-    # eps 1e-5 instead of Adam's default 1e-8, as in the reference implementations ([37] detail 3): it bounds
-    # the step lr * m / (sqrt(v) + eps) where a gradient has been near zero, so such a weight cannot jump.
-    optimizer = adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
-    # A new run starts at step 0, annealing from 1; --resume restores the weights, the optimizer's state, the
-    # random generators, the step count and the annealing schedule from the checkpoint.
-    global_step, start_iteration, schedule = restore_run(args, ckpt, agent, optimizer, device)
-    log = RunLog(args, run_dir, device, global_step)  # the run folder: TensorBoard, the progress bar, SPS
-    checkpoint_path = os.path.join(run_dir, "checkpoint.pt")
-    rollout = Rollout(args.num_steps, env.observation_space.shape)
-
-    # A resumed run starts a fresh episode, seeded from the seed and the step count.
-    next_obs, _ = env.reset(seed=args.seed + global_step)
-
-    ctrl_c = CtrlC()  # Ctrl-C asks for a clean stop: the update finishes, a checkpoint is saved, the script exits
-
-    for iteration in range(start_iteration, args.num_iterations + 1):
-        # Linear annealing ([37] detail 4): lr_i = alpha_i * learning_rate, alpha_i = 1 - (i - 1) / num_iterations
-        # falling from 1 toward 0 (Table 5's alpha). The scale is 1, but in a run resumed with a larger
-        # --total-timesteps, where it makes alpha go on from its last value (resumed_schedule): never up.
-        frac = schedule["scale"] * (1.0 - (iteration - 1) / args.num_iterations)
-        if args.anneal_lr:
-            optimizer.param_groups[0]["lr"] = frac * args.learning_rate
-
-        # --- Rollout: run the current policy pi_old for T steps -------------------------------------------
-        next_obs, last_value, episodes = collect_rollout(env, agent, next_obs, rollout)
-        for step, episodic_return, length in episodes:
-            log.episode(episodic_return, length, global_step + step + 1)
-        global_step += args.batch_size
-
-        # --- Advantages: computed once per rollout, from the value function that collected it -------------
-        advantages = compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.final_values, last_value,
-                                 args.gamma, args.gae_lambda)
-        returns = advantages + rollout.values  # the value targets: V^targ_t = A_t + V(s_t)
-        b_obs, b_actions, b_logprobs, b_advantages, b_returns = (
-            torch.as_tensor(x, device=device)
-            for x in (rollout.obs, rollout.actions, rollout.logprobs, advantages, returns)
-        )
-
-        # --- Update: K epochs of minibatch gradient steps on L^{CLIP+VF+S} ----------------------------------
-        clipfracs = []
-        for epoch in range(args.update_epochs):
-            for mb in torch.randperm(args.batch_size, device=device).split(args.minibatch_size):
-                _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb], b_actions[mb])
-                # r_t(theta) = pi(a_t|s_t) / pi_old(a_t|s_t), computed as exp(log pi - log pi_old): a ratio
-                # of two small probabilities is numerically fragile, a difference of logs is not. b_logprobs is
-                # log pi_old, recorded in the rollout: it stays fixed through all K epochs while pi moves.
-                logratio = newlogprob - b_logprobs[mb]
-                ratio = logratio.exp()
-                with torch.no_grad():
-                    # KL[pi_old || pi] estimators (http://joschu.net/blog/kl-approx.html), logged; approx_kl
-                    # (k3) is also what ppo_lunarlander_vec.py's --target-kl early stop reads.
-                    old_approx_kl = (-logratio).mean()
-                    approx_kl = ((ratio - 1) - logratio).mean()
-                    clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean().item())
-
-                mb_advantages = b_advantages[mb]
-                if args.norm_adv:
-                    mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
-
-                pg_loss = clipped_surrogate_loss(ratio, mb_advantages, args.clip_coef)
-                # L^VF = (V(s_t) - V^targ_t)^2, halved so its gradient is the plain error            (eq. 9)
-                v_loss = 0.5 * ((newvalue - b_returns[mb]) ** 2).mean()
-                entropy_loss = entropy.mean()
-                # L^{CLIP+VF+S} = L^CLIP - c1 L^VF + c2 S is maximized; we minimize its negative       (eq. 9)
-                # With v_loss's 0.5 the value term is c1 * 0.5 * (V - V^targ)^2: c1 = 0.5 weighs the squared
-                # error by 0.25, as CleanRL's defaults do; eq. 9's c1 weighs the squared error by c1 itself.
-                loss = pg_loss + args.vf_coef * v_loss - args.ent_coef * entropy_loss
-
-                optimizer.zero_grad()
-                loss.backward()
-                # Global grad-norm clipping: one norm over all parameters together, rescaled to at most
-                # max_grad_norm, so one bad minibatch cannot make a huge step ([37] detail 11).
-                nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
-                optimizer.step()
-
-        # --- Logging: the losses and KL estimates are the last minibatch's (clipfrac: the mean over all of them)
-        log.update(global_step, args.batch_size, {
-            "charts/learning_rate": optimizer.param_groups[0]["lr"], "losses/value_loss": v_loss.item(),
-            "losses/policy_loss": pg_loss.item(), "losses/entropy": entropy_loss.item(),
-            "losses/old_approx_kl": old_approx_kl.item(), "losses/approx_kl": approx_kl.item(),
-            "losses/clipfrac": np.mean(clipfracs),
-            "losses/explained_variance": explained_variance(returns, rollout.values),
-        })
-
-        # --- Checkpoint -------------------------------------------------------------------------------------
-        last = iteration == args.num_iterations
-        if last or ctrl_c.requested or (args.checkpoint_every and iteration % args.checkpoint_every == 0):
-            save_checkpoint(checkpoint_path, args, agent, optimizer, global_step, iteration, schedule)
-        if ctrl_c.requested:
-            break
-
-    end_of_run(log, env, checkpoint_path, global_step, ctrl_c.requested)
-
-
-# =========================================================================================================
-# The rest is plumbing, skippable on a first read: device and process settings, bad-input checks, run folders
-# and logging, Ctrl-C, checkpoints and resume, evaluation and play, the --help texts
-# (nothing of PPO, which is all above)
-# =========================================================================================================
-
-
 # On a GPU, torch.use_deterministic_algorithms(True) lets cuBLAS multiply matrices only with a fixed workspace,
 # and raises on the first matmul without one. cuBLAS reads this when CUDA starts: it is set here, as the script is
 # imported, before anything touches CUDA.
@@ -440,6 +408,33 @@ def adam(parameters, lr: float, eps: float) -> optim.Adam:
     """torch's Adam, its update done in a few batched operations over all the parameter tensors together (foreach)
     instead of a Python loop over them."""
     return optim.Adam(parameters, lr=lr, eps=eps, foreach=True)
+
+
+# Copied from common.envs.checked_env
+def checked_env(args: Args, render_mode: Optional[str]) -> gym.Env:
+    """gym.make(--env-id), or one line and exit 2 where it cannot be made or its spaces are not this script's: a
+    Discrete action space, a flat Box of observations."""
+    try:
+        env = gym.make(args.env_id, render_mode=render_mode)
+    except gym.error.Error as e:  # unknown id, unknown version, missing optional dependency
+        fail(f"cannot make --env-id {args.env_id!r}: {e}")
+    if not isinstance(env.action_space, gym.spaces.Discrete):
+        fail(f"--env-id {args.env_id} has a {type(env.action_space).__name__} action space; this script needs Discrete "
+             "(for continuous actions use ppo_pendulum_continuous.py)")
+    if not (isinstance(env.observation_space, gym.spaces.Box) and len(env.observation_space.shape) == 1):
+        fail(f"--env-id {args.env_id}: its observations are {env.observation_space}; this script needs a flat Box "
+             "(for images use ppo_breakout_atari.py)")
+    return env
+
+
+# Copied from common.envs.record_video
+def record_video(env: gym.Env, video_folder: str, video_trigger) -> gym.Env:
+    """env, its episodes recorded to MP4 in video_folder where video_trigger(episode) is true. The frames are drawn
+    off-screen (rgb_array): SDL is told not to look for a display, which it would complain of, and MuJoCo to draw
+    through EGL (its default, GLFW, needs one)."""
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    return gym.wrappers.RecordVideo(env, video_folder, episode_trigger=video_trigger)
 
 
 # Copied from common.cli.fail
@@ -531,6 +526,68 @@ def videos_folder(args: Args, run_dir: str) -> str:
     overwrite what the run recorded before it stopped."""
     videos = os.path.join(run_dir, "videos")
     return os.path.join(videos, f"resume-{int(time.time())}") if args.resume else videos
+
+
+# Copied from common.runs.Run
+class Run:
+    """What train() needs that is not PPO, behind a few calls: the seeds and the device, the run folder, its log,
+    what --resume restores, the annealing schedule, the checkpoints and Ctrl-C. train() makes one first, calls
+    start() once the agent and the optimizer exist, first_observation() once, alpha() at each update,
+    after_update() at the end of each, and close() when the loop is done."""
+
+    def __init__(self, args: Args, ckpt: Optional[dict]):
+        self.args, self.ckpt = args, ckpt
+        self.device = seed_everything(args)  # Python's, NumPy's and torch's generators seeded; the device
+        self.dir = run_folder(args)  # runs/<env-id>__<exp-name>__<seed>__<time>/, or the resumed run's own
+        # where --capture-video records (a resumed run: a folder of its own); None without it
+        self.videos = videos_folder(args, self.dir) if args.capture_video else None
+
+    def start(self, agent: nn.Module, optimizer: optim.Optimizer, **modules: nn.Module) -> tuple[int, int, RunLog]:
+        """(global_step, first update, log): 0 and 1 for a new run; for a resumed one the checkpoint's, with the
+        weights, the optimizer's state, the random generators, the annealing schedule and each of `modules` (by its
+        name in the checkpoint) restored. Opens the log (TensorBoard, the progress bar); from here on Ctrl-C asks
+        for a clean stop: the update finishes, a checkpoint is saved, the script exits."""
+        self.agent, self.optimizer = agent, optimizer
+        global_step, start_iteration, self.schedule = restore_run(self.args, self.ckpt, agent, optimizer, self.device)
+        for name, module in modules.items():
+            if self.ckpt:
+                module.load_state_dict(self.ckpt[name])
+        self.log = RunLog(self.args, self.dir, self.device, global_step)
+        self.checkpoint_path = os.path.join(self.dir, "checkpoint.pt")
+        self.ctrl_c = CtrlC()
+        self.global_step = global_step
+        return global_step, start_iteration, self.log
+
+    def first_observation(self, envs) -> np.ndarray:
+        """Reset the env(s) for the first rollout, seeded from --seed (a vector env's env i from seed + i) and the
+        step count: a resumed run starts fresh episodes, not the ones it started with."""
+        self.vector_env = envs  # (closed by close())
+        obs, _ = envs.reset(seed=self.args.seed + self.global_step)
+        return obs
+
+    def state(self, name: str, default):
+        """The checkpoint's `name` in a resumed run, `default` in a new one."""
+        return self.ckpt[name] if self.ckpt else default
+
+    def alpha(self, iteration: int) -> float:
+        """Table 5's alpha for update `iteration`: 1 - (i - 1) / num_iterations, falling from 1 toward 0. In a run
+        resumed with a larger --total-timesteps the schedule's scale makes it go on from its last value over the
+        added updates, never up (resumed_schedule); in every other run the scale is 1."""
+        return self.schedule["scale"] * (1.0 - (iteration - 1) / self.schedule["num_iterations"])
+
+    def after_update(self, iteration: int, global_step: int, **state) -> bool:
+        """The end of update `iteration`: a checkpoint every --checkpoint-every updates, after the last and after a
+        Ctrl-C (with `state`, what else this script's checkpoint keeps). True when the run must stop (Ctrl-C)."""
+        stop, self.global_step = self.ctrl_c.requested, global_step
+        every = self.args.checkpoint_every
+        if stop or iteration == self.args.num_iterations or (every and iteration % every == 0):
+            save_checkpoint(self.checkpoint_path, self.args, self.agent, self.optimizer, global_step, iteration,
+                            self.schedule, **state)
+        return stop
+
+    def close(self) -> None:
+        """Close the log and the env(s), say where the checkpoint is; exit 130 after a Ctrl-C."""
+        end_of_run(self.log, self.vector_env, self.checkpoint_path, self.global_step, self.ctrl_c.requested)
 
 
 # Copied from common.runs.seed_everything
@@ -782,14 +839,16 @@ def one_line_help(cls: type) -> type:
     """Hand tyro each field's docstring as one line, which --help wraps to the terminal's width. tyro keeps the
     line breaks of a docstring whose continuation lines are indented (it joins only lines that start with a
     letter), so --help would break its lines where the source does, mid-sentence. It reads a dataclass field's
-    "help" metadata before the docstring: that is where the joined text goes. Returns cls."""
+    "help" metadata before the docstring: that is where the joined text goes. The fields cls inherits (Args's from
+    Hyperparameters) are read in their own class's source. Returns cls."""
     if cls.__dict__.get("help_joined"):  # (once per process: reading the source takes tens of milliseconds)
         return cls
-    body = ast.parse(inspect.getsource(cls)).body[0].body
-    for node, doc in zip(body, body[1:]):
-        if isinstance(node, ast.AnnAssign) and isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant):
-            field = cls.__dataclass_fields__[node.target.id]
-            field.metadata = {**field.metadata, "help": " ".join(doc.value.value.split())}
+    for klass in [k for k in cls.__mro__ if dataclasses.is_dataclass(k)]:
+        body = ast.parse(inspect.getsource(klass)).body[0].body
+        for node, doc in zip(body, body[1:]):
+            if isinstance(node, ast.AnnAssign) and isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant):
+                field = cls.__dataclass_fields__[node.target.id]
+                field.metadata = {**field.metadata, "help": " ".join(doc.value.value.split())}
     cls.help_joined = True
     return cls
 

@@ -1,56 +1,51 @@
 """PPO on LunarLander-v3 with vectorized environments and separate actor and critic networks.
 
 What this lesson teaches
-    N copies of the environment stepped together through gymnasium's vector API, so one forward pass acts
-    for all of them and a rollout holds N x T transitions; a policy network and a value network that share
-    nothing; two details CartPole leaves out, a value loss clipped around the old prediction and an optional
-    early stop on a KL target; and evaluation of the greedy policy every few updates, on an env of its own,
-    optionally recorded to MP4. The rest of the update (orthogonal init, Adam's eps, the annealed learning
-    rate, shuffled minibatches, advantage normalization, the entropy bonus, global gradient clipping) is
-    CartPole's, unchanged.
+    N envs stepped together (one forward pass acts for all); an actor and a critic that share nothing; the value
+    loss clipped like the ratio; a KL early stop; the greedy policy evaluated.
+
+The loop (each line names the function below that does it)
+    for each update i = 1, 2, ..., num_iterations:                                 train()
+        lr = alpha_i * learning_rate, alpha_i falling linearly from 1 toward 0
+        run pi_old for T steps in N envs, into [T, N] arrays                       collect_rollout()
+        advantages A_t by GAE down each env's column; V^targ_t = A_t + V(s_t)      compute_gae()
+        for K epochs (fewer once KL[pi_old || pi] > target_kl), minibatches of M:
+            log pi(a_t|s_t) and S from the actor, V(s_t) from the critic           Agent.get_action_and_value()
+            r_t = pi(a_t|s_t) / pi_old(a_t|s_t); -L^CLIP from r_t and A_t          clipped_surrogate_loss()
+            L^VF, V held near its old value                                        clipped_value_loss()
+            loss = -L^CLIP + c1 L^VF - c2 S; one Adam step, gradient clipped       train()
+        every few updates: the greedy policy's return                              evaluate_and_log()
 
 What you should see
-    The return (mean of the last 20 training episodes, 3 seeds): -184 at 10k steps, 67 at 100k, 150 at 200k
-    (64-211), 255 at 500k, 277 at the end (1M steps, 134 s a seed on 2 CPU cores, start-up and evaluations
-    included); the greedy policy then scores 277.5 over 100 episodes. A healthy update, as logged (5th-95th
-    percentile of each seed's 488 updates): approx_kl 0.0006-0.016, clipfrac 0.0001-0.10, explained_variance
-    0.10-0.998 (0.71-0.998 in the second half, median 0.99), entropy from ln 4 = 1.39 down to 0.45-0.66 in the
-    second half, value_loss 1.4-440 (median 7: squared errors in units of return, which span hundreds here).
-    The defaults: 16 envs, gamma 0.999, lambda 0.98 and c2 0.01 are SB3 zoo's for LunarLander-v2; clip 0.2,
-    c1 0.5, the 0.5 gradient norm and the clipped value loss CleanRL's ppo.py's (its value clip range is 0.2,
-    ours 10); 128 steps, minibatches of 512 and learning rate 1e-3 are this lesson's own, and 20 epochs won its
-    one-seed sweep (zoo: 4 epochs). The commands behind every figure, and the runs they read:
-    benchmarks/README.md, "What a healthy run looks like"; the sweep: its "Why these hyperparameters".
+    The return (the mean of the last 20 episodes) climbs from about -200 past 200, gymnasium's "solved", within
+    about 350,000 steps and ends near 280 at 1,000,000 steps, about 2 minutes on 2 CPU cores. Each update moves pi
+    a little (approx_kl below about 0.02, clipfrac below about 0.1) while the critic learns: explained_variance
+    rises to about 0.99. Curves of 3 seeds: benchmarks/results/ppo_lunarlander_vec.png; every range:
+    benchmarks/README.md, "What a healthy run looks like".
 
-Try this (5 seeds each against the default's 10, benchmarks/README.md "What each detail buys": the shift in the final
-return with its 95% interval, and the verdict of the study's Holm-corrected tests)
-    python -m benchmarks.patches --patch shared-trunk ppo_lunarlander_vec.py  # -46.9 [-77.3, -16.6], hurts
-    python ppo_lunarlander_vec.py --update-epochs 10  # -34.4 [-62.6, -6.2], not detected (could detect 67.3)
-    python ppo_lunarlander_vec.py --no-clip-vloss  # -12.2 [-37.1, 12.7], not detected (could detect 58.3)
+Try this (predict, then run; "Measured": the study's shift in the final return, 5 seeds against the default's 10,
+95% interval, Holm-corrected verdict)
+    python -m benchmarks.patches --patch shared-trunk ppo_lunarlander_vec.py
+        Predict: the critic on the actor's hidden layers, as in CartPole: better or worse?
+        Answer: worse: fitting V to returns of hundreds also moves the features pi reads.
+        Measured: -46.9 [-77.3, -16.6], hurts
+    python ppo_lunarlander_vec.py --update-epochs 10
+        Predict: K = 10 epochs, not 20: will the runs end lower?
+        Answer: not detected, the interval below 0: fewer epochs move pi less.
+        Measured: -34.4 [-62.6, -6.2], not detected (could detect 67.3)
+    python ppo_lunarlander_vec.py --no-clip-vloss
+        Predict: V free to move any distance from the old V: better or worse?
+        Answer: no difference detected: the critic reaches pi only through the advantages.
+        Measured: -12.2 [-37.1, 12.7], not detected (could detect 58.3)
 
 Differs from ppo_cartpole.py in:
-    - `--num-envs` environments in a SyncVectorEnv or AsyncVectorEnv (`--vectorization-mode`), with the
-      autoreset mode chosen explicitly (SAME_STEP) so that no reset is ever trained on as a transition
-    - `collect_rollout` fills [T, N] buffers and reads the ended envs' last observations from info["final_obs"]
-      instead of resetting by hand; the batch is flattened to N x T samples for the minibatches
-    - Agent: two 64-64 tanh MLPs, actor and critic, instead of one shared hidden layer
-    - the value loss is clipped around the old value prediction (`--clip-vloss`, `--vf-clip-coef`, logged as
-      losses/vf_clipfrac); `--target-kl` can stop the epochs early (losses/update_epochs)
-    - hyperparameters for a harder task: 16 envs x 128 steps, gamma 0.999, lambda 0.98, minibatches of 512,
-      20 epochs, learning rate 1e-3
-    - `evaluate`: `--eval-episodes` greedy episodes every `--eval-every` updates, logged as eval/mean_return
-      (and recorded with `--capture-video`); `--play` uses the same function
-
-Deliberately left out, and the script that has each:
-    - continuous actions, observation/reward normalization     -> ppo_pendulum_continuous.py
-    - the paper's adaptive KL penalty (eq. 8)                  -> ppo_pendulum_continuous.py
-    - pixels, a CNN, torch.distributed                         -> ppo_breakout_atari.py
+    - N envs in one vector env (`make_envs`, SAME_STEP resets) and [T, N] rollouts; separate actor and critic
+    - `clipped_value_loss` (`--clip-vloss`), the early stop (`--target-kl`), `evaluate` every `--eval-every`
+    - the hyperparameters of a harder task: 16 envs x 128 steps, gamma 0.999, lambda 0.98, 20 epochs, lr 1e-3
 
 Usage
-    python ppo_lunarlander_vec.py                             # train: 1M steps, 2-3 minutes on 2 CPUs
-    python ppo_lunarlander_vec.py --vectorization-mode async --num-envs 8
-    python ppo_lunarlander_vec.py --resume runs/<run>/checkpoint.pt --total-timesteps 2000000
-    python ppo_lunarlander_vec.py --play runs/<run>/checkpoint.pt --episodes 100 --capture-video
+    python ppo_lunarlander_vec.py
+    python ppo_lunarlander_vec.py --play runs/<run>/checkpoint.pt --capture-video
     tensorboard --logdir runs
 
 References
@@ -60,17 +55,9 @@ References
     [37]  Huang et al. 2022, The 37 Implementation Details of Proximal Policy Optimization (ICLR blog track)
 """
 
-import ast
-import collections
-import dataclasses
+from __future__ import annotations
+
 import functools
-import inspect
-import multiprocessing
-import os
-import random
-import signal
-import sys
-import time
 from dataclasses import dataclass
 from typing import Literal, Optional
 
@@ -79,19 +66,14 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.optim as optim
-import tqdm
-import tyro
-from torch.utils.tensorboard import SummaryWriter
 
-# A "# Copied from common.<module>.<Name>" line marks a checked copy: the original is <Name> in common/<module>.py,
-# shared word for word with the other scripts that need it; `python -m common.check_copies` fails when a copy
-# drifts from it, and `--fix` rewrites the copy.
-
-SCRIPT = os.path.basename(__file__)
+# "# Copied from common.<module>.<Name>": a copy of common/<module>.py's <Name>, checked by common.check_copies.
 
 
 @dataclass
-class Args:
+class Hyperparameters:
+    """PPO's hyperparameters, each a flag (--learning-rate 1e-3); Args, below the fence, adds the run's flags."""
+
     # --- environment ---
     env_id: str = "LunarLander-v3"
     """Gymnasium id of the environment: it needs a Discrete action space and a flat Box observation"""
@@ -99,9 +81,6 @@ class Args:
     """environment steps to train for, summed over all environments"""
     num_envs: int = 16
     """N, environments stepped together; each rollout holds N x T transitions"""
-    vectorization_mode: Literal["sync", "async"] = "sync"
-    """sync: step the N envs one after another in this process; async: one process per env, stepped in parallel (pays
-    off when an env step costs more than sending its data between processes, and there are cores to run them on)"""
 
     # --- PPO hyperparameters (same order in every script) ---
     learning_rate: float = 1e-3
@@ -110,14 +89,14 @@ class Args:
     """anneal the learning rate linearly to 0, as the paper does for Atari (Table 5's alpha)"""
     num_steps: int = 128
     """T, the horizon: steps each env runs per rollout, between two updates (paper: 128 to 2048)"""
-    gamma: float = 0.999  # a lander must value the landing bonus hundreds of steps away
+    gamma: float = 0.999  # the landing bonus comes hundreds of steps on
     """gamma, the discount of future rewards: the agent looks about 1/(1-gamma) steps ahead (usual 0.9-0.999)"""
     gae_lambda: float = 0.98
     """lambda of GAE: 0 gives the one-step TD advantage (low variance, biased by V), 1 the Monte-Carlo return minus V
     (unbiased, high variance); usual 0.8 to 0.98"""
     minibatch_size: int = 512
     """M, samples per gradient step: each epoch splits the N x T batch into N*T/M shuffled minibatches"""
-    update_epochs: int = 20  # 2048-sample rollouts, 512-sample minibatches: 80 steps an update
+    update_epochs: int = 20
     """K, passes over each rollout (paper: 3 to 15); more reuse of the data, more risk of moving too far"""
     norm_adv: bool = True
     """normalize advantages to mean 0, std 1 in each minibatch, so the step size does not depend on reward scale"""
@@ -127,7 +106,7 @@ class Args:
     clip_vloss: bool = True
     """clip the value loss too: once V is more than --vf-clip-coef away from the V that collected the data, the loss
     stops rewarding a further move"""
-    vf_clip_coef: float = 10.0  # LunarLander's returns span hundreds (0.2 would hold V back)
+    vf_clip_coef: float = 10.0  # returns span hundreds here: 0.2 would hold V back
     """the value clip range (--clip-vloss), in units of the value targets; losses/vf_clipfrac logs how often V moved
     past it"""
     ent_coef: float = 0.01
@@ -145,7 +124,323 @@ class Args:
     hidden_size: int = 64
     """width of the two hidden layers of the actor and of the critic"""
 
-    # --- running the script (not PPO) ---
+
+
+# --- The environment -----------------------------------------------------------------------------------------
+
+
+# Copied from common.envs.make_env
+def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None) -> gym.Env:
+    """The wrapper stack. RecordEpisodeStatistics reports each finished episode in info["episode"]."""
+    env = checked_env(args, render_mode="rgb_array" if video_folder else None)  # gym.make, refusing bad ids
+    if video_folder:
+        env = record_video(env, video_folder, video_trigger)
+    return gym.wrappers.RecordEpisodeStatistics(env)
+
+
+# Copied from common.envs.make_envs
+def make_envs(args: Args) -> gym.vector.VectorEnv:
+    """N copies of make_env in one vector env. An env that ends is reset by the vector env: by default (gymnasium
+    >= 1.0) on the NEXT step, a "transition" that must not be trained on; SAME_STEP resets it within the step
+    that ended it, so every step is a real transition, the last observation kept in info["final_obs"]."""
+    thunk = functools.partial(make_worker_env, args)
+    if args.vectorization_mode == "sync":
+        return gym.vector.SyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    return gym.vector.AsyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+                                     context=worker_start_method())
+
+
+# --- The agent: the policy and the value function ------------------------------------------------------------
+
+
+# Copied from common.ppo.layer_init
+def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Module:
+    """Orthogonal weights with gain `std`, zero biases ([37] detail 2): an orthogonal matrix keeps its input's
+    length (times the gain), so no layer starts out shrinking or blowing up the signal."""
+    torch.nn.init.orthogonal_(layer.weight, std)
+    torch.nn.init.constant_(layer.bias, bias_const)
+    return layer
+
+
+class Agent(nn.Module):
+    """The policy pi(a|s), the actor, and the value function V(s), the critic, as two networks: V regresses on
+    returns of hundreds, and in a shared trunk each of its steps would move pi's features too."""
+
+    def __init__(self, env: gym.Env, hidden_size: int):
+        super().__init__()
+        obs_size, h = env.observation_space.shape[0], hidden_size
+        self.critic = nn.Sequential(
+            layer_init(nn.Linear(obs_size, h)), nn.Tanh(), layer_init(nn.Linear(h, h)), nn.Tanh(),
+            layer_init(nn.Linear(h, 1), std=1.0),
+        )
+        # std 0.01: pi starts near uniform, exploring, with no action preferred by accident ([37] detail 2)
+        self.actor = nn.Sequential(
+            layer_init(nn.Linear(obs_size, h)), nn.Tanh(), layer_init(nn.Linear(h, h)), nn.Tanh(),
+            layer_init(nn.Linear(h, env.action_space.n), std=0.01),
+        )
+
+    def get_value(self, x: torch.Tensor) -> torch.Tensor:
+        return self.critic(x).squeeze(-1)
+
+    def get_action_and_value(self, x: torch.Tensor, action: Optional[torch.Tensor] = None, greedy: bool = False):
+        """The action (`action` if given, else sampled from pi(.|x), or its most probable one if greedy),
+        log pi(action|x), the entropy H(pi(.|x)) and V(x)."""
+        log_pi = self.actor(x).log_softmax(-1)  # log pi(a|x) for every action a
+        pi = log_pi.exp()
+        if action is None:
+            action = log_pi.argmax(-1) if greedy else torch.multinomial(pi, 1).squeeze(-1)
+        log_prob = log_pi.gather(-1, action.unsqueeze(-1)).squeeze(-1)
+        entropy = -(pi * log_pi).sum(-1)  # H = -sum_a pi(a|x) log pi(a|x)
+        return action, log_prob, entropy, self.get_value(x)
+
+
+# --- PPO: the rollout, the advantages (GAE) and the losses ---------------------------------------------------
+
+
+class Rollout:
+    """One rollout, a [T, N] NumPy array per quantity: each column one env's trajectory, which GAE follows back."""
+
+    def __init__(self, num_steps: int, num_envs: int, obs_shape: tuple):
+        self.obs = np.zeros((num_steps, num_envs) + obs_shape, dtype=np.float32)
+        self.actions = np.zeros((num_steps, num_envs), dtype=np.int64)
+        self.logprobs = np.zeros((num_steps, num_envs), dtype=np.float32)
+        self.rewards = np.zeros((num_steps, num_envs), dtype=np.float32)
+        self.dones = np.zeros((num_steps, num_envs), dtype=np.float32)
+        self.values = np.zeros((num_steps, num_envs), dtype=np.float32)
+        self.final_values = np.zeros((num_steps, num_envs), dtype=np.float32)  # V(s_{t+1}) where an episode ended
+
+
+# Copied from common.ppo.collect_rollout
+def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarray, rollout: Rollout):
+    """Run pi_old for T steps in the N envs, filling `rollout`. Returns the observation to go on from, V of it
+    (last_value, for GAE) and the episodes that ended, as (step, return, length)."""
+    device = next(agent.parameters()).device
+    episodes = []
+    for step in range(len(rollout.obs)):
+        rollout.obs[step] = next_obs
+        with torch.inference_mode():  # acting needs no gradients: they are recomputed in the update
+            action, logprob, _, value = agent.get_action_and_value(torch.as_tensor(next_obs, device=device))
+        rollout.actions[step], rollout.logprobs[step], rollout.values[step] = (
+            action.cpu().numpy(), logprob.cpu().numpy(), value.cpu().numpy())
+
+        next_obs, rollout.rewards[step], terminated, truncated, info = envs.step(rollout.actions[step])
+        rollout.dones[step] = terminated | truncated
+        rollout.final_values[step] = 0.0  # terminated: the MDP ended, there is no future reward, V(s_{t+1}) = 0
+        if "final_obs" in info:
+            # Some envs ended here and were reset already (SAME_STEP): next_obs is their new episode's first
+            # observation, info["final_obs"] the one they ended on. Truncated: a time limit cut the episode where
+            # more reward would have come, so bootstrap from V(final observation) ([TL]). Termination wins:
+            # TimeLimit also sets truncated when the episode terminated on the limit step, and then V = 0.
+            bootstrap = truncated & ~terminated
+            if bootstrap.any():
+                final_obs = np.stack(info["final_obs"][bootstrap]).astype(np.float32)
+                with torch.inference_mode():
+                    rollout.final_values[step, bootstrap] = agent.get_value(
+                        torch.as_tensor(final_obs, device=device)).cpu().numpy()
+            stats = info["final_info"]["episode"]
+            for i in np.flatnonzero(info["final_info"]["_episode"]):
+                episodes.append((step, float(stats["r"][i]), int(stats["l"][i])))
+    with torch.inference_mode():
+        last_value = agent.get_value(torch.as_tensor(next_obs, device=device)).cpu().numpy()
+    return next_obs, last_value, episodes
+
+
+# Copied from common.ppo.compute_gae
+def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, gae_lambda: float) -> np.ndarray:
+    """Generalized Advantage Estimation ([GAE]), backwards over a rollout. NumPy arrays [T] (or [T, N]).
+
+    A k-step estimate of A_t sums k rewards, then trusts V: r_t + ... + gamma^(k-1) r_{t+k-1} + gamma^k V(s_{t+k})
+    - V(s_t). Small k leans on V (little variance, but V's bias); large k on the rewards (no bias, much variance).
+    GAE averages them all with weights (1 - lambda) lambda^(k-1): lambda = 0 is the one-step delta_t, lambda = 1
+    the whole return minus V. The average sums to the recursion below.
+
+    dones[t] = 1 where an episode ended at step t: no advantage flows back across it, and final_values[t] is its
+    V(s_{t+1}), 0 after a termination, V(final observation) after a truncation. last_value = V(s_T).
+    """
+    # V(s_{t+1}) for every step: the next row's value, last_value after the last row, final_values at ends.
+    next_values = np.where(dones == 1, final_values, np.concatenate([values[1:], [last_value]]))
+    advantages = np.zeros_like(rewards)
+    last_gae = 0.0
+    for t in reversed(range(len(rewards))):
+        # delta_t = r_t + gamma * V(s_{t+1}) - V(s_t)                              (paper eq. 12)
+        delta = rewards[t] + gamma * next_values[t] - values[t]
+        # A_t = delta_t + gamma * lambda * A_{t+1}, cut at episode ends            (paper eq. 11)
+        last_gae = delta + gamma * gae_lambda * (1.0 - dones[t]) * last_gae
+        advantages[t] = last_gae
+    return advantages
+
+
+# Copied from common.ppo.clipped_surrogate_loss
+def clipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip_coef: float) -> torch.Tensor:
+    """-L^CLIP, to minimize. L^CLIP = E[min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t)]      (paper eq. 7)
+
+    By cases (the paper's Figure 1). A_t > 0, an action better than average: L^CLIP grows with r_t up to 1 + eps,
+    then is flat, so nothing is gained by making a_t more likely than that. A_t < 0: it grows as r_t falls to
+    1 - eps, then is flat. The min keeps the unclipped term where it is smaller, so a move the wrong way is never
+    clipped away. Flat means a zero gradient: the clip removes the incentive to push r_t further, not the move.
+    """
+    unclipped = ratio * advantages
+    clipped = torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef) * advantages
+    return -torch.min(unclipped, clipped).mean()
+
+
+# Copied from common.ppo.clipped_value_loss
+def clipped_value_loss(newvalue, oldvalue, returns, vf_clip_coef: float) -> torch.Tensor:
+    """L^VF with the value clipped like the ratio ([37] detail 9):
+    0.5 * max((V - V^targ)^2, (V_old + clip(V - V_old, -eps_v, eps_v) - V^targ)^2)
+
+    Like L^CLIP, a pessimistic bound: moving V further than eps_v from the V that collected the data earns no
+    more credit. The paper uses the plain squared error; baselines and CleanRL clip (whether it helps: README.md).
+    """
+    clipped = oldvalue + torch.clamp(newvalue - oldvalue, -vf_clip_coef, vf_clip_coef)
+    return 0.5 * torch.max((newvalue - returns) ** 2, (clipped - returns) ** 2).mean()
+
+
+# --- Training: the PPO loop ----------------------------------------------------------------------------------
+
+
+def train(args: Args, ckpt: Optional[dict]) -> None:
+    args.batch_size = args.num_envs * args.num_steps
+    args.num_iterations = args.total_timesteps // args.batch_size
+    run = Run(args, ckpt)  # seeds, run folder, log, checkpoints, Ctrl-C: the plumbing, below the fence
+    device = run.device
+
+    with make_env(args) as env:  # one env, to read the spaces off
+        agent = Agent(env, args.hidden_size).to(device)
+    envs = make_envs(args)
+    # Adam's eps 1e-5, not 1e-8 ([37] detail 3): it bounds the step of a weight whose gradients were near zero.
+    optimizer = adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
+    global_step, start_iteration, log = run.start(agent, optimizer)  # 0 and 1 in a new run
+    rollout = Rollout(args.num_steps, args.num_envs, envs.single_observation_space.shape)
+
+    next_obs = run.first_observation(envs)  # seeded from --seed
+
+    for iteration in range(start_iteration, args.num_iterations + 1):
+        # Annealing ([37] detail 4): lr_i = alpha_i * learning_rate, alpha_i = 1 - (i - 1) / num_iterations (Table 5):
+        # large steps while the policy is poor, smaller ones as it settles.
+        alpha = run.alpha(iteration)
+        if args.anneal_lr:
+            optimizer.param_groups[0]["lr"] = alpha * args.learning_rate
+
+        # --- Rollout: run the current policy pi_old for T steps in each of the N envs -----------------------
+        next_obs, last_value, episodes = collect_rollout(envs, agent, next_obs, rollout)
+        for step, episodic_return, length in episodes:
+            log.episode(episodic_return, length, global_step + (step + 1) * args.num_envs)
+        global_step += args.batch_size
+
+        # --- Advantages: how much better each action turned out than pi's average from its state -------------
+        # A_t > 0 makes a_t more likely, A_t < 0 less. Subtracting the baseline V(s_t) keeps the gradient right on
+        # average and takes out what any action from s_t would have got: most of the return's noise.
+        advantages = compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.final_values, last_value,
+                                 args.gamma, args.gae_lambda)
+        returns = advantages + rollout.values  # the value targets V^targ_t = A_t + V(s_t)
+        # [T, N] flattened to N*T samples: after GAE, their order no longer matters.
+        b_obs, b_actions, b_logprobs, b_advantages, b_returns, b_values = (
+            torch.as_tensor(x, device=device).flatten(0, 1)
+            for x in (rollout.obs, rollout.actions, rollout.logprobs, advantages, returns, rollout.values)
+        )
+
+        # --- Update: K epochs of minibatch gradient steps on L^{CLIP+VF+S} ----------------------------------
+        # The ratio r_t = pi(a_t|s_t) / pi_old(a_t|s_t) reweights pi_old's samples to what pi would see (importance
+        # sampling), so one rollout serves K epochs, while pi stays near pi_old: the clip keeps it there.
+        clipfracs, vf_clipfracs = [], []
+        for epoch in range(args.update_epochs):
+            for mb in torch.randperm(args.batch_size, device=device).split(args.minibatch_size):
+                _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb], b_actions[mb])
+                # r_t as exp(log pi - log pi_old): stable where a ratio of small probabilities is not
+                logratio = newlogprob - b_logprobs[mb]
+                ratio = logratio.exp()
+                with torch.no_grad():
+                    # KL[pi_old || pi] on the minibatch, two unbiased estimates (http://joschu.net/blog/kl-approx.html):
+                    # the mean of -log r_t, noisy, even negative; approx_kl, of (r_t - 1) - log r_t, never negative,
+                    # less noisy, and what --target-kl reads.
+                    old_approx_kl = (-logratio).mean()
+                    approx_kl = ((ratio - 1) - logratio).mean()
+                    clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean().item())
+
+                # Normalized per minibatch ([37] detail 7): the step's size no longer depends on the rewards' scale.
+                mb_advantages = b_advantages[mb]
+                if args.norm_adv:
+                    mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+
+                pg_loss = clipped_surrogate_loss(ratio, mb_advantages, args.clip_coef)
+                if args.clip_vloss:
+                    v_loss = clipped_value_loss(newvalue, b_values[mb], b_returns[mb], args.vf_clip_coef)
+                    # how often V moved past the clip range
+                    vf_clipfracs.append(((newvalue - b_values[mb]).abs() > args.vf_clip_coef).float().mean().item())
+                else:  # L^VF = (V(s_t) - V^targ_t)^2 (eq. 9), halved so that its gradient is the error
+                    v_loss = 0.5 * ((newvalue - b_returns[mb]) ** 2).mean()
+                entropy_loss = entropy.mean()
+                # Maximize L^CLIP - c1 L^VF + c2 S (eq. 9): c1 weighs the critic's error, c2 the entropy bonus that
+                # keeps pi spread over the actions, still exploring.
+                loss = pg_loss + args.vf_coef * v_loss - args.ent_coef * entropy_loss
+
+                optimizer.zero_grad()
+                loss.backward()
+                # Global gradient clipping ([37] detail 11): all gradients scaled down together to a norm of at most
+                # max_grad_norm, so one unlucky minibatch cannot take a huge step.
+                nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                optimizer.step()
+
+            # Early stop: once pi has drifted this far from pi_old, more epochs on the same data would take it
+            # past where the samples say anything (Spinning Up's PPO checks before every step; this check, like
+            # CleanRL's, comes after each epoch and reads approx_kl of that epoch's last minibatch only).
+            if args.target_kl is not None and approx_kl > args.target_kl:
+                break
+
+        # --- Logging: the losses and KL estimates are the last minibatch's (clipfrac: the mean over all of them)
+        log.update(global_step, args.batch_size, {
+            "charts/learning_rate": optimizer.param_groups[0]["lr"], "losses/value_loss": v_loss.item(),
+            "losses/policy_loss": pg_loss.item(), "losses/entropy": entropy_loss.item(),
+            "losses/old_approx_kl": old_approx_kl.item(), "losses/approx_kl": approx_kl.item(),
+            "losses/clipfrac": np.mean(clipfracs),
+            "losses/explained_variance": explained_variance(returns, rollout.values),
+            "losses/update_epochs": epoch + 1,
+            **({"losses/vf_clipfrac": np.mean(vf_clipfracs)} if vf_clipfracs else {}),
+        })
+
+        # --- Evaluation of the greedy policy, on an env of its own ------------------------------------------
+        last = iteration == args.num_iterations
+        if args.eval_every and (last or iteration % args.eval_every == 0):
+            evaluate_and_log(args, agent, log, run.videos, global_step)
+
+        if run.after_update(iteration, global_step):  # a checkpoint every few updates; True after a Ctrl-C
+            break
+
+    run.close()
+
+
+# =========================================================================================================
+# The rest is plumbing, skippable on a first read: device and process settings, bad-input checks, run folders
+# and logging, Ctrl-C, checkpoints and resume, evaluation and play, the --help texts
+# (nothing of PPO, which is all above)
+# =========================================================================================================
+
+import ast  # (the plumbing's own imports: PPO above needs none of them)
+import collections
+import dataclasses
+import inspect
+import multiprocessing
+import os
+import random
+import signal
+import sys
+import time
+
+import tqdm
+import tyro
+from torch.utils.tensorboard import SummaryWriter
+
+SCRIPT = os.path.basename(__file__)
+
+
+@dataclass
+class Args(Hyperparameters):
+    """The command line: PPO's hyperparameters (Hyperparameters, above) and the flags for running the script."""
+
+    vectorization_mode: Literal["sync", "async"] = "sync"
+    """sync: step the N envs one after another in this process; async: one process per env, stepped in parallel (pays
+    off when an env step costs more than sending its data between processes, and there are cores to run them on)"""
     exp_name: str = SCRIPT[: -len(".py")]
     """name of the experiment: runs are saved in runs/<env-id>__<exp-name>__<seed>__<unix-time>/"""
     seed: int = 1
@@ -181,348 +476,6 @@ class Args:
     """samples per rollout: num_envs * num_steps"""
     num_iterations: tyro.conf.Suppress[int] = 0
     """number of rollout + update cycles: total_timesteps // batch_size"""
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The environment
-# ---------------------------------------------------------------------------------------------------------
-
-
-# Copied from common.envs.make_env
-def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None) -> gym.Env:
-    """The wrapper stack. RecordEpisodeStatistics reports each finished episode in info["episode"]."""
-    try:
-        env = gym.make(args.env_id, render_mode="rgb_array" if video_folder else None)
-    except gym.error.Error as e:  # unknown id, unknown version, missing optional dependency
-        fail(f"cannot make --env-id {args.env_id!r}: {e}")
-    if not isinstance(env.action_space, gym.spaces.Discrete):
-        fail(f"--env-id {args.env_id} has a {type(env.action_space).__name__} action space; this script needs Discrete "
-             "(for continuous actions use ppo_pendulum_continuous.py)")
-    if not (isinstance(env.observation_space, gym.spaces.Box) and len(env.observation_space.shape) == 1):
-        fail(f"--env-id {args.env_id}: its observations are {env.observation_space}; this script needs a flat Box "
-             "(for images use ppo_breakout_atari.py)")
-    if video_folder:
-        # Frames are drawn off-screen (rgb_array): tell SDL not to look for a display, which it would complain of.
-        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-        env = gym.wrappers.RecordVideo(env, video_folder, episode_trigger=video_trigger)
-    return gym.wrappers.RecordEpisodeStatistics(env)
-
-
-# Copied from common.envs.make_envs
-def make_envs(args: Args) -> gym.vector.VectorEnv:
-    """N copies of make_env in one vector env (train() has already made one, for the Agent, so the env is known
-    to work), stepped one after another in this process (sync) or each in a worker process of its own (async).
-
-    Autoreset: when one of the N envs ends, the vector env resets it by itself. Gymnasium >= 1.0 does that on
-    the NEXT step by default (that step's action is ignored and its "transition" is a reset, which must not
-    be trained on). SAME_STEP instead resets it within the step that ended it: the observation returned is
-    already the new episode's first, and the one the episode ended on is in info["final_obs"]. Every step
-    of the rollout is then a real transition, and truncated episodes can bootstrap from V(final obs).
-    """
-    thunk = functools.partial(make_worker_env, args)
-    if args.vectorization_mode == "sync":
-        return gym.vector.SyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
-    return gym.vector.AsyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-                                     context=worker_start_method())
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The agent: the policy and the value function
-# ---------------------------------------------------------------------------------------------------------
-
-
-# Copied from common.ppo.layer_init
-def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Module:
-    """Orthogonal weights with gain `std`, zero biases ([37] detail 2). sqrt(2) is the ReLU gain (tanh's is 5/3);
-    the reference implementations (openai/baselines, CleanRL) give it to their hidden layers, ReLU and tanh alike."""
-    torch.nn.init.orthogonal_(layer.weight, std)
-    torch.nn.init.constant_(layer.bias, bias_const)
-    return layer
-
-
-class Agent(nn.Module):
-    """Actor and critic as two separate networks, each two tanh hidden layers wide `hidden_size`.
-
-    Nothing is shared, so the value loss cannot disturb the policy's features (and c1 does little: see --vf-coef);
-    the cost is a second forward pass. ppo_cartpole.py shares one hidden layer instead.
-    """
-
-    def __init__(self, env: gym.Env, hidden_size: int):
-        super().__init__()
-        obs_size, h = env.observation_space.shape[0], hidden_size
-        self.critic = nn.Sequential(
-            layer_init(nn.Linear(obs_size, h)), nn.Tanh(), layer_init(nn.Linear(h, h)), nn.Tanh(),
-            layer_init(nn.Linear(h, 1), std=1.0),
-        )
-        # A policy head initialized with std 0.01 starts with near-uniform action probabilities: maximal
-        # exploration at first, and no action is preferred by accident of the initialization ([37] detail 2).
-        self.actor = nn.Sequential(
-            layer_init(nn.Linear(obs_size, h)), nn.Tanh(), layer_init(nn.Linear(h, h)), nn.Tanh(),
-            layer_init(nn.Linear(h, env.action_space.n), std=0.01),
-        )
-
-    def get_value(self, x: torch.Tensor) -> torch.Tensor:
-        return self.critic(x).squeeze(-1)
-
-    def get_action_and_value(self, x: torch.Tensor, action: Optional[torch.Tensor] = None, greedy: bool = False):
-        """pi(.|x) and V(x). Samples an action (the most probable one if greedy) unless `action` is given.
-
-        Returns the action, log pi(action|x), the entropy H(pi(.|x)) and V(x). The categorical distribution is
-        written out rather than taken from torch.distributions.Categorical: it is four lines, and it skips
-        Categorical's argument checks on every call.
-        """
-        log_pi = self.actor(x).log_softmax(-1)  # log pi(a|x) for every action a
-        pi = log_pi.exp()
-        if action is None:
-            action = log_pi.argmax(-1) if greedy else torch.multinomial(pi, 1).squeeze(-1)
-        log_prob = log_pi.gather(-1, action.unsqueeze(-1)).squeeze(-1)
-        entropy = -(pi * log_pi).sum(-1)  # H = -sum_a pi(a|x) log pi(a|x)
-        return action, log_prob, entropy, self.get_value(x)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# PPO: the rollout, the advantages (GAE) and the losses
-# ---------------------------------------------------------------------------------------------------------
-
-
-class Rollout:
-    """One rollout in NumPy, one [T, N] array per quantity (obs: [T, N, obs_size]).
-
-    The environments speak NumPy and the network torch: a row write here is many times cheaper than one into a
-    tensor, and the whole rollout is turned into tensors once per update."""
-
-    def __init__(self, num_steps: int, num_envs: int, obs_shape: tuple):
-        self.obs = np.zeros((num_steps, num_envs) + obs_shape, dtype=np.float32)
-        self.actions = np.zeros((num_steps, num_envs), dtype=np.int64)
-        self.logprobs = np.zeros((num_steps, num_envs), dtype=np.float32)
-        self.rewards = np.zeros((num_steps, num_envs), dtype=np.float32)
-        self.dones = np.zeros((num_steps, num_envs), dtype=np.float32)
-        self.values = np.zeros((num_steps, num_envs), dtype=np.float32)
-        self.final_values = np.zeros((num_steps, num_envs), dtype=np.float32)  # V(s_{t+1}) where an episode ended
-
-
-# Copied from common.ppo.collect_rollout
-def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarray, rollout: Rollout):
-    """Run the current policy pi_old for T steps in the N envs, filling `rollout`.
-
-    Returns the observation to continue from, V of it (last_value, for GAE) and the episodes that ended, as
-    (step, return, length) tuples.
-    """
-    device = next(agent.parameters()).device
-    episodes = []
-    for step in range(len(rollout.obs)):
-        rollout.obs[step] = next_obs
-        with torch.inference_mode():  # acting needs no gradients: they are recomputed in the update
-            action, logprob, _, value = agent.get_action_and_value(torch.as_tensor(next_obs, device=device))
-        rollout.actions[step], rollout.logprobs[step], rollout.values[step] = (
-            action.cpu().numpy(), logprob.cpu().numpy(), value.cpu().numpy())
-
-        next_obs, rollout.rewards[step], terminated, truncated, info = envs.step(rollout.actions[step])
-        rollout.dones[step] = terminated | truncated
-        rollout.final_values[step] = 0.0  # terminated: the MDP ended, there is no future reward, V(s_{t+1}) = 0
-        if "final_obs" in info:
-            # Some envs ended at this step and were already reset (SAME_STEP): next_obs holds the first
-            # observation of their new episode, and info["final_obs"] the one they ended on.
-            # A truncated episode was cut by a time limit in a state that is not terminal, and the agent would
-            # have collected more reward: bootstrap from V(final observation) ([TL]). Termination wins:
-            # gymnasium's TimeLimit also sets truncated on the limit step when the episode terminated there,
-            # and then the MDP ended (V = 0) whatever the clock says.
-            bootstrap = truncated & ~terminated
-            if bootstrap.any():
-                final_obs = np.stack(info["final_obs"][bootstrap]).astype(np.float32)
-                with torch.inference_mode():
-                    rollout.final_values[step, bootstrap] = agent.get_value(
-                        torch.as_tensor(final_obs, device=device)).cpu().numpy()
-            stats = info["final_info"]["episode"]
-            for i in np.flatnonzero(info["final_info"]["_episode"]):
-                episodes.append((step, float(stats["r"][i]), int(stats["l"][i])))
-    with torch.inference_mode():
-        last_value = agent.get_value(torch.as_tensor(next_obs, device=device)).cpu().numpy()
-    return next_obs, last_value, episodes
-
-
-# Copied from common.ppo.compute_gae
-def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, gae_lambda: float) -> np.ndarray:
-    """Generalized Advantage Estimation over a rollout, backwards in time. NumPy arrays of shape [T] (or [T, N]).
-
-    dones[t] = 1 where an episode ended at step t, by termination or truncation: no advantage flows back
-    across it. final_values[t], read only there, is the V(s_{t+1}) the return should see, as the rollout set it:
-    0 after a termination, V(final observation) after a truncation. last_value = V(s_T), the state after the
-    rollout's last step.
-    """
-    # V(s_{t+1}) for every step: the next row's value, last_value after the last row, final_values at ends.
-    next_values = np.where(dones == 1, final_values, np.concatenate([values[1:], [last_value]]))
-    advantages = np.zeros_like(rewards)
-    last_gae = 0.0
-    for t in reversed(range(len(rewards))):
-        # delta_t = r_t + gamma * V(s_{t+1}) - V(s_t)                              (paper eq. 12)
-        delta = rewards[t] + gamma * next_values[t] - values[t]
-        # A_t = delta_t + gamma * lambda * A_{t+1}, cut at episode ends            (paper eq. 11)
-        last_gae = delta + gamma * gae_lambda * (1.0 - dones[t]) * last_gae
-        advantages[t] = last_gae
-    return advantages
-
-
-# Copied from common.ppo.clipped_surrogate_loss
-def clipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip_coef: float) -> torch.Tensor:
-    """-L^CLIP, to minimize. L^CLIP = E[min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t)]      (paper eq. 7)
-
-    The min makes it a pessimistic bound: once the ratio r_t has moved past 1 + eps (A > 0) or below 1 - eps
-    (A < 0), the clipped term is the smaller one and its gradient is zero (the flat parts of Figure 1). That takes
-    away the incentive to move r_t further, not the move itself: a step taken for other samples can still carry
-    it past the range.
-    """
-    unclipped = ratio * advantages
-    clipped = torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef) * advantages
-    return -torch.min(unclipped, clipped).mean()
-
-
-# Copied from common.ppo.clipped_value_loss
-def clipped_value_loss(newvalue, oldvalue, returns, vf_clip_coef: float) -> torch.Tensor:
-    """L^VF with the value clipped like the ratio ([37] detail 9):
-    0.5 * max((V - V^targ)^2, (V_old + clip(V - V_old, -eps_v, eps_v) - V^targ)^2)
-
-    Like L^CLIP, a pessimistic bound: a step that moves V further than eps_v from the V that collected the
-    data earns no more credit for it. The paper uses the plain squared error; the reference implementations
-    (openai/baselines, CleanRL) clip. [37] ran no ablation of it; it cites Engstrom et al. 2020 (arXiv:2005.12729),
-    who found no evidence that it helps, and Andrychowicz et al. 2021 (arXiv:2006.05990), whose decision C13 found
-    that it hurts. `--no-clip-vloss` turns it off.
-    """
-    clipped = oldvalue + torch.clamp(newvalue - oldvalue, -vf_clip_coef, vf_clip_coef)
-    return 0.5 * torch.max((newvalue - returns) ** 2, (clipped - returns) ** 2).mean()
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Training: the PPO loop
-# ---------------------------------------------------------------------------------------------------------
-
-
-def train(args: Args, ckpt: Optional[dict]) -> None:
-    args.batch_size = args.num_envs * args.num_steps
-    args.num_iterations = args.total_timesteps // args.batch_size
-    device = seed_everything(args)  # Python's, NumPy's and torch's generators seeded; the device to train on
-    run_dir = run_folder(args)  # runs/<env-id>__<exp-name>__<seed>__<time>/, or the resumed run's own
-    videos = videos_folder(args, run_dir)  # where --capture-video records (a resumed run: a folder of its own)
-
-    with make_env(args) as env:  # one env, to read the spaces off and refuse a bad --env-id early
-        agent = Agent(env, args.hidden_size).to(device)
-    envs = make_envs(args)
-    # eps 1e-5 instead of Adam's default 1e-8, as in the reference implementations ([37] detail 3): it bounds
-    # the step lr * m / (sqrt(v) + eps) where a gradient has been near zero, so such a weight cannot jump.
-    optimizer = adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
-    # A new run starts at step 0, annealing from 1; --resume restores the weights, the optimizer's state, the
-    # random generators, the step count and the annealing schedule from the checkpoint.
-    global_step, start_iteration, schedule = restore_run(args, ckpt, agent, optimizer, device)
-    log = RunLog(args, run_dir, device, global_step)  # the run folder: TensorBoard, the progress bar, SPS
-    checkpoint_path = os.path.join(run_dir, "checkpoint.pt")
-    rollout = Rollout(args.num_steps, args.num_envs, envs.single_observation_space.shape)
-
-    # Env i starts from seed + i; a resumed run starts fresh episodes, seeded from the seed and the step count.
-    next_obs, _ = envs.reset(seed=args.seed + global_step)
-
-    ctrl_c = CtrlC()  # Ctrl-C asks for a clean stop: the update finishes, a checkpoint is saved, the script exits
-
-    for iteration in range(start_iteration, args.num_iterations + 1):
-        # Linear annealing ([37] detail 4): lr_i = alpha_i * learning_rate, alpha_i = 1 - (i - 1) / num_iterations
-        # falling from 1 toward 0 (Table 5's alpha). The scale is 1, but in a run resumed with a larger
-        # --total-timesteps, where it makes alpha go on from its last value (resumed_schedule): never up.
-        frac = schedule["scale"] * (1.0 - (iteration - 1) / args.num_iterations)
-        if args.anneal_lr:
-            optimizer.param_groups[0]["lr"] = frac * args.learning_rate
-
-        # --- Rollout: run the current policy pi_old for T steps in each of the N envs -----------------------
-        next_obs, last_value, episodes = collect_rollout(envs, agent, next_obs, rollout)
-        for step, episodic_return, length in episodes:
-            log.episode(episodic_return, length, global_step + (step + 1) * args.num_envs)
-        global_step += args.batch_size
-
-        # --- Advantages: computed once per rollout, from the value function that collected it -------------
-        advantages = compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.final_values, last_value,
-                                 args.gamma, args.gae_lambda)
-        returns = advantages + rollout.values  # the value targets: V^targ_t = A_t + V(s_t)
-        # Flatten [T, N] into one batch of N*T samples: after GAE, the order of the samples no longer matters.
-        b_obs, b_actions, b_logprobs, b_advantages, b_returns, b_values = (
-            torch.as_tensor(x, device=device).flatten(0, 1)
-            for x in (rollout.obs, rollout.actions, rollout.logprobs, advantages, returns, rollout.values)
-        )
-
-        # --- Update: K epochs of minibatch gradient steps on L^{CLIP+VF+S} ----------------------------------
-        clipfracs, vf_clipfracs = [], []
-        for epoch in range(args.update_epochs):
-            for mb in torch.randperm(args.batch_size, device=device).split(args.minibatch_size):
-                _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb], b_actions[mb])
-                # r_t(theta) = pi(a_t|s_t) / pi_old(a_t|s_t), computed as exp(log pi - log pi_old): a ratio
-                # of two small probabilities is numerically fragile, a difference of logs is not. b_logprobs is
-                # log pi_old, recorded in the rollout: it stays fixed through all K epochs while pi moves.
-                logratio = newlogprob - b_logprobs[mb]
-                ratio = logratio.exp()
-                with torch.no_grad():
-                    # KL[pi_old || pi] estimators (http://joschu.net/blog/kl-approx.html), logged; approx_kl
-                    # (k3, unbiased and never negative) also drives the --target-kl early stop.
-                    old_approx_kl = (-logratio).mean()
-                    approx_kl = ((ratio - 1) - logratio).mean()
-                    clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean().item())
-
-                mb_advantages = b_advantages[mb]
-                if args.norm_adv:
-                    mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
-
-                pg_loss = clipped_surrogate_loss(ratio, mb_advantages, args.clip_coef)
-                if args.clip_vloss:
-                    v_loss = clipped_value_loss(newvalue, b_values[mb], b_returns[mb], args.vf_clip_coef)
-                    # the share of samples whose V moved past the clip range: where the clip can act
-                    vf_clipfracs.append(((newvalue - b_values[mb]).abs() > args.vf_clip_coef).float().mean().item())
-                else:  # L^VF = (V(s_t) - V^targ_t)^2, halved so its gradient is the plain error       (eq. 9)
-                    v_loss = 0.5 * ((newvalue - b_returns[mb]) ** 2).mean()
-                entropy_loss = entropy.mean()
-                # L^{CLIP+VF+S} = L^CLIP - c1 L^VF + c2 S is maximized; we minimize its negative       (eq. 9)
-                # With v_loss's 0.5 the value term is c1 * 0.5 * (V - V^targ)^2: c1 = 0.5 weighs the squared
-                # error by 0.25, as CleanRL's defaults do; eq. 9's c1 weighs the squared error by c1 itself.
-                loss = pg_loss + args.vf_coef * v_loss - args.ent_coef * entropy_loss
-
-                optimizer.zero_grad()
-                loss.backward()
-                # Global grad-norm clipping: one norm over all parameters together, rescaled to at most
-                # max_grad_norm, so one bad minibatch cannot make a huge step ([37] detail 11).
-                nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
-                optimizer.step()
-
-            # Early stop: once pi has drifted this far from pi_old, more epochs on the same data would take it
-            # past where the samples say anything (Spinning Up's PPO checks before every step; this check, like
-            # CleanRL's, comes after each epoch and reads approx_kl of that epoch's last minibatch only).
-            if args.target_kl is not None and approx_kl > args.target_kl:
-                break
-
-        # --- Logging: the losses and KL estimates are the last minibatch's (clipfrac: the mean over all of them)
-        log.update(global_step, args.batch_size, {
-            "charts/learning_rate": optimizer.param_groups[0]["lr"], "losses/value_loss": v_loss.item(),
-            "losses/policy_loss": pg_loss.item(), "losses/entropy": entropy_loss.item(),
-            "losses/old_approx_kl": old_approx_kl.item(), "losses/approx_kl": approx_kl.item(),
-            "losses/clipfrac": np.mean(clipfracs),
-            "losses/explained_variance": explained_variance(returns, rollout.values),
-            "losses/update_epochs": epoch + 1,
-            **({"losses/vf_clipfrac": np.mean(vf_clipfracs)} if vf_clipfracs else {}),
-        })
-
-        # --- Evaluation of the greedy policy, on an env of its own ------------------------------------------
-        last = iteration == args.num_iterations
-        if args.eval_every and (last or iteration % args.eval_every == 0):
-            evaluate_and_log(args, agent, log, videos, global_step)
-
-        # --- Checkpoint -------------------------------------------------------------------------------------
-        if last or ctrl_c.requested or (args.checkpoint_every and iteration % args.checkpoint_every == 0):
-            save_checkpoint(checkpoint_path, args, agent, optimizer, global_step, iteration, schedule)
-        if ctrl_c.requested:
-            break
-
-    end_of_run(log, envs, checkpoint_path, global_step, ctrl_c.requested)
-
-
-# =========================================================================================================
-# The rest is plumbing, skippable on a first read: device and process settings, bad-input checks, run folders
-# and logging, Ctrl-C, checkpoints and resume, evaluation and play, the --help texts
-# (nothing of PPO, which is all above)
-# =========================================================================================================
 
 
 # On a GPU, torch.use_deterministic_algorithms(True) lets cuBLAS multiply matrices only with a fixed workspace,
@@ -561,6 +514,33 @@ def make_worker_env(args: Args) -> gym.Env:
         # (it finishes the update, saves and closes us), so the worker ignores it.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     return make_env(args)
+
+
+# Copied from common.envs.checked_env
+def checked_env(args: Args, render_mode: Optional[str]) -> gym.Env:
+    """gym.make(--env-id), or one line and exit 2 where it cannot be made or its spaces are not this script's: a
+    Discrete action space, a flat Box of observations."""
+    try:
+        env = gym.make(args.env_id, render_mode=render_mode)
+    except gym.error.Error as e:  # unknown id, unknown version, missing optional dependency
+        fail(f"cannot make --env-id {args.env_id!r}: {e}")
+    if not isinstance(env.action_space, gym.spaces.Discrete):
+        fail(f"--env-id {args.env_id} has a {type(env.action_space).__name__} action space; this script needs Discrete "
+             "(for continuous actions use ppo_pendulum_continuous.py)")
+    if not (isinstance(env.observation_space, gym.spaces.Box) and len(env.observation_space.shape) == 1):
+        fail(f"--env-id {args.env_id}: its observations are {env.observation_space}; this script needs a flat Box "
+             "(for images use ppo_breakout_atari.py)")
+    return env
+
+
+# Copied from common.envs.record_video
+def record_video(env: gym.Env, video_folder: str, video_trigger) -> gym.Env:
+    """env, its episodes recorded to MP4 in video_folder where video_trigger(episode) is true. The frames are drawn
+    off-screen (rgb_array): SDL is told not to look for a display, which it would complain of, and MuJoCo to draw
+    through EGL (its default, GLFW, needs one)."""
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    return gym.wrappers.RecordVideo(env, video_folder, episode_trigger=video_trigger)
 
 
 # Copied from common.cli.fail
@@ -652,6 +632,68 @@ def videos_folder(args: Args, run_dir: str) -> str:
     overwrite what the run recorded before it stopped."""
     videos = os.path.join(run_dir, "videos")
     return os.path.join(videos, f"resume-{int(time.time())}") if args.resume else videos
+
+
+# Copied from common.runs.Run
+class Run:
+    """What train() needs that is not PPO, behind a few calls: the seeds and the device, the run folder, its log,
+    what --resume restores, the annealing schedule, the checkpoints and Ctrl-C. train() makes one first, calls
+    start() once the agent and the optimizer exist, first_observation() once, alpha() at each update,
+    after_update() at the end of each, and close() when the loop is done."""
+
+    def __init__(self, args: Args, ckpt: Optional[dict]):
+        self.args, self.ckpt = args, ckpt
+        self.device = seed_everything(args)  # Python's, NumPy's and torch's generators seeded; the device
+        self.dir = run_folder(args)  # runs/<env-id>__<exp-name>__<seed>__<time>/, or the resumed run's own
+        # where --capture-video records (a resumed run: a folder of its own); None without it
+        self.videos = videos_folder(args, self.dir) if args.capture_video else None
+
+    def start(self, agent: nn.Module, optimizer: optim.Optimizer, **modules: nn.Module) -> tuple[int, int, RunLog]:
+        """(global_step, first update, log): 0 and 1 for a new run; for a resumed one the checkpoint's, with the
+        weights, the optimizer's state, the random generators, the annealing schedule and each of `modules` (by its
+        name in the checkpoint) restored. Opens the log (TensorBoard, the progress bar); from here on Ctrl-C asks
+        for a clean stop: the update finishes, a checkpoint is saved, the script exits."""
+        self.agent, self.optimizer = agent, optimizer
+        global_step, start_iteration, self.schedule = restore_run(self.args, self.ckpt, agent, optimizer, self.device)
+        for name, module in modules.items():
+            if self.ckpt:
+                module.load_state_dict(self.ckpt[name])
+        self.log = RunLog(self.args, self.dir, self.device, global_step)
+        self.checkpoint_path = os.path.join(self.dir, "checkpoint.pt")
+        self.ctrl_c = CtrlC()
+        self.global_step = global_step
+        return global_step, start_iteration, self.log
+
+    def first_observation(self, envs) -> np.ndarray:
+        """Reset the env(s) for the first rollout, seeded from --seed (a vector env's env i from seed + i) and the
+        step count: a resumed run starts fresh episodes, not the ones it started with."""
+        self.vector_env = envs  # (closed by close())
+        obs, _ = envs.reset(seed=self.args.seed + self.global_step)
+        return obs
+
+    def state(self, name: str, default):
+        """The checkpoint's `name` in a resumed run, `default` in a new one."""
+        return self.ckpt[name] if self.ckpt else default
+
+    def alpha(self, iteration: int) -> float:
+        """Table 5's alpha for update `iteration`: 1 - (i - 1) / num_iterations, falling from 1 toward 0. In a run
+        resumed with a larger --total-timesteps the schedule's scale makes it go on from its last value over the
+        added updates, never up (resumed_schedule); in every other run the scale is 1."""
+        return self.schedule["scale"] * (1.0 - (iteration - 1) / self.schedule["num_iterations"])
+
+    def after_update(self, iteration: int, global_step: int, **state) -> bool:
+        """The end of update `iteration`: a checkpoint every --checkpoint-every updates, after the last and after a
+        Ctrl-C (with `state`, what else this script's checkpoint keeps). True when the run must stop (Ctrl-C)."""
+        stop, self.global_step = self.ctrl_c.requested, global_step
+        every = self.args.checkpoint_every
+        if stop or iteration == self.args.num_iterations or (every and iteration % every == 0):
+            save_checkpoint(self.checkpoint_path, self.args, self.agent, self.optimizer, global_step, iteration,
+                            self.schedule, **state)
+        return stop
+
+    def close(self) -> None:
+        """Close the log and the env(s), say where the checkpoint is; exit 130 after a Ctrl-C."""
+        end_of_run(self.log, self.vector_env, self.checkpoint_path, self.global_step, self.ctrl_c.requested)
 
 
 # Copied from common.runs.seed_everything
@@ -915,14 +957,16 @@ def one_line_help(cls: type) -> type:
     """Hand tyro each field's docstring as one line, which --help wraps to the terminal's width. tyro keeps the
     line breaks of a docstring whose continuation lines are indented (it joins only lines that start with a
     letter), so --help would break its lines where the source does, mid-sentence. It reads a dataclass field's
-    "help" metadata before the docstring: that is where the joined text goes. Returns cls."""
+    "help" metadata before the docstring: that is where the joined text goes. The fields cls inherits (Args's from
+    Hyperparameters) are read in their own class's source. Returns cls."""
     if cls.__dict__.get("help_joined"):  # (once per process: reading the source takes tens of milliseconds)
         return cls
-    body = ast.parse(inspect.getsource(cls)).body[0].body
-    for node, doc in zip(body, body[1:]):
-        if isinstance(node, ast.AnnAssign) and isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant):
-            field = cls.__dataclass_fields__[node.target.id]
-            field.metadata = {**field.metadata, "help": " ".join(doc.value.value.split())}
+    for klass in [k for k in cls.__mro__ if dataclasses.is_dataclass(k)]:
+        body = ast.parse(inspect.getsource(klass)).body[0].body
+        for node, doc in zip(body, body[1:]):
+            if isinstance(node, ast.AnnAssign) and isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant):
+                field = cls.__dataclass_fields__[node.target.id]
+                field.metadata = {**field.metadata, "help": " ".join(doc.value.value.split())}
     cls.help_joined = True
     return cls
 

@@ -1,52 +1,60 @@
 """PPO on Super Mario Bros from pixels: separate actor and critic CNNs, reward shaping, KL early stopping.
 
 What this lesson teaches
-    The Spinning Up form of PPO, as [GX] trains Mario with it on [UV]'s wrappers and reward: policy and value
-    function are two separate networks with two optimizers. The policy takes up to --train-pi-iters gradient steps on
-    L^CLIP (eq. 7) plus an entropy bonus, and stops early once the approximate KL[pi_old || pi] passes
-    1.5 x --target-kl; then the value function takes --train-v-iters steps on its squared error. (Spinning Up
-    steps on the whole rollout and measures the KL there, before each step; here each step is a minibatch's,
-    and so is the KL that may stop it: see the comment at the early stop.) Mario's
-    frames go through frame skip, grayscale 84 x 84 and a stack of 4, and the reward is shaped: points pay a
-    little, the flag pays most, dying costs. Parallel envs and torchrun as in the Breakout lesson.
+    The Spinning Up form of PPO ([SU]), as [GX] trains Mario with it: the policy and the value function are
+    separate CNNs with an optimizer each, and the policy's steps stop early once the KL from pi_old passes
+    1.5 x target_kl. Mario's frames are skipped, grayed, shrunk and stacked as Breakout's, and the reward is
+    shaped ([UV]): moving right pays, points pay a little, the flag pays most, dying costs.
+
+The loop (each line names the function below that does it)
+    for each update i = 1, 2, ..., num_iterations:                                                           train()
+        run pi_old for T steps in N envs: s_t (4 frames), log pi_old(a_t|s_t), shaped r_t, V(s_t)  collect_rollout()
+        advantages A_t by GAE, value targets V^targ_t = A_t + V(s_t)                                   compute_gae()
+        for up to train_pi_iters steps, each on a shuffled minibatch of M samples:                     minibatches()
+            log pi(a_t|s_t) and the entropy S, from the policy's network                          Agent.get_action()
+            r_t = pi(a_t|s_t) / pi_old(a_t|s_t); stop once KL[pi_old || pi] > 1.5 target_kl                  train()
+            -L^CLIP from r_t and A_t                                                        clipped_surrogate_loss()
+            one Adam step of the policy's network on -L^CLIP - c2 S                                   step_network()
+        for train_v_iters steps, each on a shuffled minibatch:                                         minibatches()
+            one Adam step of the value network on (V(s_t) - V^targ_t)^2                               step_network()
+        log the episodes' x positions and the update's diagnostics                                      log.update()
 
 What you should see
-    How far Mario gets (x position of the training episodes, seed 1; the flag is at x 3,161) in a 249,856-step run
-    with the defaults (`--total-timesteps 249856 --no-cuda --eval-every 15 --eval-episodes 10`: 60 min on 2 CPU
-    cores over two sessions, 70 SPS): 589 over the first 20 episodes, then 752 / 829 / 876 / 929 / 1,023 by 50k-step
-    blocks, still rising at the end; 1 of its 2,066 episodes reached the flag. Resumed with `--total-timesteps
-    2000000 --eval-every 20 --eval-episodes 20 --target-flag-rate 0.5`, the same run rose by 126 to 451 x per 100k
-    steps and ended at 819,200 steps (149 min of training in all, 92 SPS, on two machines), the flag in 12 of 20
-    evaluation episodes: agents/mario.pt, whose `--play` reaches it in 10 of 20 (agents/mario.play.txt). A healthy
-    update, as logged (5th-95th percentile of the 249,856-step run's 61 updates): approx_kl 0.004-0.020 (the
-    policy's steps stop past 1.5 x 0.01: 3 to 160 of 160 taken, median 51), clipfrac 0.015-0.091,
-    explained_variance 0.46-0.66, entropy from ln 7 = 1.95 down to 0.85-1.23 in the second half, value_loss 1.7-3.1
-    (in units of MarioReward's return).
-    The defaults: 8 envs x 512 steps, gamma 0.9, learning rate 1e-4 (both networks here) kept constant, epsilon 0.2,
-    c2 0.01, the 0.5 gradient norm, the 7 simple actions and 160 steps of 256 (its 10 epochs of 16 minibatches) are
-    [UV]'s train.py's; two optimizers, up to --train-pi-iters policy steps stopped at 1.5 x target_kl, and target_kl
-    0.01 are [SU]'s; lambda 0.95 is this lesson's ([UV]: 1.0, [SU]: 0.97). Three 250k-step runs chose lambda and the
-    actions: lambda 1.0 and the 5 right-moving actions got no further. The commands behind every figure, and the
-    runs they read: benchmarks/README.md, "Choosing the settings" and "To the flag".
+    Mario's x position, averaged over the recent episodes (the flag stands at x 3,161), climbs to about 1,000 by
+    250,000 steps and about 2,000 by 500,000, and by about 820,000 steps, some 2.5 hours on 2 CPU cores, he
+    reaches the flag in over half of his episodes. In a healthy update the KL stop ends most of the policy's
+    updates well before their 160 steps, while the entropy falls from ln 7 = 1.95 (a uniform pick among the
+    actions) toward about 0.4. The curve is benchmarks/results/ppo_mario_cnn-long.png; every figure and its command:
+    benchmarks/README.md, "What a healthy run looks like".
 
-Try this (mean x of the last 100 training episodes at 249,856 steps, seed 1: one seed each, too few for significance)
-    python ppo_mario_cnn.py --total-timesteps 249856  # the defaults: 1,042; the flag in 1 of 2,066 episodes
-    python ppo_mario_cnn.py --total-timesteps 249856 --gae-lambda 1.0  # 1,060; the flag in 3 of 2,200 episodes
-    python ppo_mario_cnn.py --total-timesteps 249856 --action-type right  # 947; the flag in 5 of 2,114 episodes
+Try this (predict first, then run; each "Measured" is the run's mean x over its last 100 training episodes at
+249,856 steps, then its episodes at the flag; seed 1, one run each: too few to be sure of any difference)
+    python ppo_mario_cnn.py --total-timesteps 249856
+        Predict: the defaults. How far along the level will Mario get, and how often to the flag?
+        Answer: about a third of the way, the flag almost never: each step right pays at once, but the flag's bonus
+        is learned only from episodes that reach it, and gamma = 0.9 carries it back about ten steps.
+        Measured: the defaults: 1,042; the flag in 1 of 2,066 episodes
+    python ppo_mario_cnn.py --total-timesteps 249856 --gae-lambda 1.0
+        Predict: lambda = 1 makes A_t the sampled return minus V(s_t): more variance, less bias from V. With
+        gamma = 0.9, will Mario learn slower?
+        Answer: no difference one seed can show: with gamma = 0.9 the weights (gamma lambda)^k fade within about
+        ten steps at either lambda, so the two advantages differ little.
+        Measured: 1,060; the flag in 3 of 2,200 episodes
+    python ppo_mario_cnn.py --total-timesteps 249856 --action-type right
+        Predict: only the 5 button combinations that move right, not the 7 simple ones (which add A alone and
+        left): will Mario get further?
+        Answer: no difference one seed can show: World 1-1 needs no step left, so the smaller set loses nothing.
+        Measured: 947; the flag in 5 of 2,114 episodes
 
 Differs from ppo_breakout_atari.py in:
-    - the env: gym-super-mario-bros through nes-py's JoypadSpace (`--world`, `--stage`, `--action-type`), made
-      a gymnasium env by ToGymnasium whichever API the installed release speaks; MarioReward shapes the reward;
-      no no-op starts, lives, FIRE or reward clipping (copied from common/wrappers.py like the Atari stack)
-    - Agent: two CNNs, nothing shared, one per network as in [GX]: [UV]'s 4 conv layers of 32 3x3 filters,
-      stride 2, then 512 units with a ReLU after them ([GX]'s; [UV]'s have none)
-    - the update: Spinning Up's scheme, two optimizers (--learning-rate, --vf-learning-rate), the policy's
-      steps stopped early by the KL (logged as losses/stop_iter), then the value function's steps; no clipped
-      value loss and no c1 (the critic has its own loss and optimizer), no annealed epsilon; steps are counted
-      one by one (`minibatches` draws them from passes over the rollout), not in epochs
-    - hyperparameters for Mario, [UV]'s (train.py): 8 envs x 512 steps, gamma 0.9, clip 0.2, learning rates 1e-4
-      kept constant, 10 passes of 256-sample minibatches; but lambda Breakout's 0.95 ([UV]'s tau: 1.0)
-    - progress is logged as charts/x_pos and charts/flag_get; --play prints how far Mario got
+    - the env: gym-super-mario-bros (`--world`, `--stage`, `--action-type`) through ToGymnasium; MarioReward
+      shapes the reward; no no-op starts, lives, FIRE or reward clipping
+    - Agent: two CNNs, nothing shared
+    - the update: Spinning Up's, two optimizers (--learning-rate, --vf-learning-rate), the policy's steps stopped
+      early by the KL (losses/stop_iter), then the value function's; no clipped value loss, no c1, no annealed
+      epsilon; steps counted one by one (`minibatches`), not in epochs
+    - hyperparameters for Mario
+    - progress logged as charts/x_pos and charts/flag_get; --play prints how far Mario got
 
 Deliberately left out, and the script that has each:
     - a trunk shared by policy and value, clipped value loss     -> ppo_breakout_atari.py
@@ -54,49 +62,27 @@ Deliberately left out, and the script that has each:
     - the paper's adaptive KL penalty (eq. 8)                    -> ppo_pendulum_continuous.py
 
 Usage
-    python ppo_mario_cnn.py                                   # train World 1-1 for 2M steps; CUDA if present
-    python ppo_mario_cnn.py --world 1 --stage 2 --action-type right --total-timesteps 200000 --no-cuda
-    python ppo_mario_cnn.py --eval-every 20 --eval-episodes 20 --target-flag-rate 0.5  # ends at the flag in 10 of 20
-    torchrun --nproc_per_node 2 ppo_mario_cnn.py              # 2 processes, each with its own 8 envs (and GPU)
-    torchrun --nnodes 2 --node_rank R --nproc_per_node 1 --master_addr HOST --master_port 29500 ppo_mario_cnn.py
-    python ppo_mario_cnn.py --resume runs/<run>/checkpoint.pt --total-timesteps 10000000
-    python ppo_mario_cnn.py --play runs/<run>/checkpoint.pt --episodes 5 --capture-video
-    python ppo_mario_cnn.py --play agents/mario.pt --capture-video   # the shipped policy, at the flag (MP4s)
-    tensorboard --logdir runs
+    python ppo_mario_cnn.py                                                  # train
+    python ppo_mario_cnn.py --eval-every 20 --eval-episodes 20 --target-flag-rate 0.5   # stop once at the flag
+    python ppo_mario_cnn.py --play agents/mario.pt --capture-video           # watch the shipped policy
+    tensorboard --logdir runs                                                # the curves
 
 References
     [PPO] Schulman et al. 2017, Proximal Policy Optimization Algorithms, arXiv:1707.06347 (eqs. 7, 11, 12)
-    [SU]  Achiam 2018, Spinning Up in Deep RL, PPO (https://spinningup.openai.com/en/latest/algorithms/ppo.html):
-          separate policy and value optimizers, early stopping on KL > 1.5 target_kl. Its names, not all its
-          defaults (spinup/algos/pytorch/ppo/ppo.py): there 80 policy and 80 value steps on the whole rollout,
-          pi_lr 3e-4, vf_lr 1e-3, lam 0.97, and no entropy bonus, gradient clipping or annealing
+    [SU]  Achiam 2018, Spinning Up in Deep RL, PPO (https://spinningup.openai.com/en/latest/algorithms/ppo.html)
     [GAE] Schulman et al. 2016, High-Dimensional Continuous Control Using GAE, arXiv:1506.02438
     [TL]  Pardo et al. 2018, Time Limits in Reinforcement Learning, arXiv:1712.00378
     [37]  Huang et al. 2022, The 37 Implementation Details of Proximal Policy Optimization (ICLR blog track)
-    [UV]  uvipen/Super-mario-bros-PPO-pytorch (https://github.com/uvipen/Super-mario-bros-PPO-pytorch): the
-          reward shaping (src/env.py, CustomReward: its score, flag and death terms, not its -50 at a time limit
-          or its terms for levels 4-4 and 7-4), the CNN's convolutions (src/model.py) and the hyperparameters
-          (train.py); its own PPO (one shared trunk, one optimizer, no KL stop) is not the one taught here
-    [GX]  gaoxiaos/Supermariobros-PPO-pytorch at commit 4919994 (https://github.com/gaoxiaos/Supermariobros-PPO-
-          pytorch/tree/4919994f732191009bf630a0fef41cb7bf113ad8; later commits add an LSTM cell): Spinning Up's
-          PPO, with MPI, on [UV]'s env wrappers and reward, a separate CNN for the policy and the value (core.py,
-          cnn_model)
+    [UV]  https://github.com/uvipen/Super-mario-bros-PPO-pytorch
+    [GX]  https://github.com/gaoxiaos/Supermariobros-PPO-pytorch at commit 4919994
 """
 
-import ast
+from __future__ import annotations
+
 import collections
-import copy
 import contextlib
-import dataclasses
 import functools
-import inspect
 import io
-import multiprocessing
-import os
-import random
-import signal
-import sys
-import time
 from dataclasses import dataclass
 from typing import Literal, Optional
 
@@ -104,34 +90,28 @@ import cv2
 import gymnasium as gym
 import numpy as np
 import torch
-import torch.distributed as dist
 import torch.nn as nn
 import torch.optim as optim
-import tqdm
-import tyro
-from torch.utils.tensorboard import SummaryWriter
 
-# gym-super-mario-bros 7.x imports the old `gym`, which prints a notice about being unmaintained on import:
-# ToGymnasium below is this script's answer to it, so the notice is kept off the console.
+# (gym-super-mario-bros 7.x imports the old gym, which prints a notice: ToGymnasium answers it, so it is hushed)
 with contextlib.redirect_stderr(io.StringIO()):
     import gym_super_mario_bros
     from gym_super_mario_bros.actions import COMPLEX_MOVEMENT, RIGHT_ONLY, SIMPLE_MOVEMENT
     from nes_py.wrappers import JoypadSpace
 
-# A "# Copied from common.<module>.<Name>" line marks a checked copy: the original is <Name> in common/<module>.py,
-# shared word for word with the other scripts that need it; `python -m common.check_copies` fails when a copy
-# drifts from it, and `--fix` rewrites the copy.
+# "# Copied from common.<module>.<Name>": a copy of common/<module>.py's <Name>, checked by common.check_copies.
 
-SCRIPT = os.path.basename(__file__)
-# The button combinations the agent chooses from: right (5), simple (7, adds A alone and left) or complex (12).
+# --action-type -> the button combinations the agent chooses from
 ACTION_SETS = {"right": RIGHT_ONLY, "simple": SIMPLE_MOVEMENT, "complex": COMPLEX_MOVEMENT}
-# gym-super-mario-bros' ids of the two games (each with --world and --stage) -> is it the Lost Levels?
+# --env-id -> is it the Lost Levels? (--world and --stage pick the level)
 GAMES = {"SuperMarioBros-v0": False, "SuperMarioBros2-v0": True}
-VIDEO_STEPS = 2_700  # a recorded episode's first 3 minutes at most (2,700 agent steps at 15 fps; 500 MB of frames)
+VIDEO_STEPS = 2_700  # a recorded episode's first 3 minutes at most
 
 
 @dataclass
-class Args:
+class Hyperparameters:
+    """PPO's hyperparameters, each a flag (--learning-rate 1e-3); Args, below the fence, adds the run's flags."""
+
     # --- environment ---
     env_id: str = "SuperMarioBros-v0"
     """the game, by its gym-super-mario-bros id: SuperMarioBros-v0, or SuperMarioBros2-v0 (the Lost Levels, its
@@ -148,53 +128,576 @@ class Args:
     """agent steps to train for, summed over all environments and ranks (one step = 4 frames)"""
     num_envs: int = 8
     """N, environments per rank; each rollout holds N x T transitions"""
-    vectorization_mode: Literal["sync", "async"] = "async"
-    """sync: step the N envs one after another in this process; async: one process per env, stepped in parallel (pays
-    off when an env step costs more than sending its data between processes, and there are cores to run them on)"""
 
     # --- PPO hyperparameters (same order in every script) ---
     learning_rate: float = 1e-4
-    """the policy's Adam step size at the start of training (Spinning Up's pi_lr, 3e-4 there; [UV] trains its one
-    network at 1e-4)"""
+    """the policy's Adam step size at the start of training (Spinning Up's pi_lr)"""
     vf_learning_rate: float = 1e-4
-    """the value function's Adam step size at the start of training (Spinning Up's vf_lr, 1e-3 there; [UV] trains its
-    one network at 1e-4)"""
+    """the value function's Adam step size at the start of training (Spinning Up's vf_lr)"""
     anneal_lr: bool = False
-    """anneal both learning rates linearly to 0 over the run (off: [UV] and Spinning Up keep theirs constant, and a run
-    that ends at the flag, --target-flag-rate, has no known end to anneal toward)"""
-    num_steps: int = 512  # [UV]'s 512: 8 x 512 = 4096 samples, about Spinning Up's 4000 an epoch
+    """anneal both learning rates linearly to 0 over the run (off by default: a run that ends at the flag,
+    --target-flag-rate, has no known end to anneal toward)"""
+    num_steps: int = 512
     """T, the horizon: steps each env runs per rollout, between two updates (paper: 128 to 2048)"""
-    gamma: float = 0.9  # [UV]'s 0.9: about 10 steps (40 frames) ahead
+    gamma: float = 0.9
     """gamma, the discount of future rewards: the agent looks about 1/(1-gamma) steps ahead (usual 0.9-0.999)"""
-    gae_lambda: float = 0.95  # Breakout's; [UV]'s tau 1.0 got as far in 250k steps, but later; [SU]'s lam 0.97
+    gae_lambda: float = 0.95
     """lambda of GAE: 0 gives the one-step TD advantage (low variance, biased by V), 1 the Monte-Carlo return minus V
     (unbiased, high variance); usual 0.8 to 0.98"""
     minibatch_size: int = 256
     """M, samples per gradient step, drawn without replacement from the N x T rollout (reshuffled each pass)"""
     train_pi_iters: int = 160
     """most gradient steps the policy takes per rollout, each on one minibatch (160 x 256 = 10 passes over it, [UV]'s 10
-    epochs), fewer if the KL stops it (Spinning Up's train_pi_iters: at most 80 steps on the whole rollout there)"""
+    epochs), fewer if the KL stops it (as Spinning Up names it)"""
     train_v_iters: int = 160
-    """gradient steps the value function takes per rollout, after the policy's, each on one minibatch (Spinning Up's
-    train_v_iters: 80 steps on the whole rollout there)"""
+    """gradient steps the value function takes per rollout, after the policy's, each on one minibatch (as Spinning
+    Up names it)"""
     norm_adv: bool = True
     """normalize advantages to mean 0, std 1 in each minibatch, so the step size does not depend on reward scale (under
     torchrun, each rank over its own minibatch)"""
-    clip_coef: float = 0.2  # [UV]'s and Spinning Up's 0.2
+    clip_coef: float = 0.2
     """epsilon, the clip range of the probability ratio (eq. 7): once r_t is outside [1 - epsilon, 1 + epsilon], the
     objective stops rewarding a further move (usual 0.1-0.3)"""
-    ent_coef: float = 0.01  # [UV]'s beta; Spinning Up has no entropy bonus
+    ent_coef: float = 0.01
     """c2, weight of the entropy bonus S (eq. 9): rewards keeping pi spread out, so it keeps exploring (usual 0-0.01)"""
     max_grad_norm: float = 0.5
     """clip the global norm of each network's gradient to this, so one bad minibatch cannot make a huge step"""
     target_kl: Optional[float] = 0.01
     """stop the policy's steps once the approximate KL[pi_old || pi] (k3) of the minibatch about to be stepped on
-    passes 1.5 x this (Spinning Up's rule and default, 0.01, measured there with k1 over the whole rollout);
-    None: always take all --train-pi-iters"""
+    passes 1.5 x this (Spinning Up's rule and default); None: always take all --train-pi-iters"""
     hidden_size: int = 512
     """width of the fully connected layer after each CNN's convolutions ([UV]'s and [GX]'s 512)"""
 
-    # --- running the script (not PPO) ---
+
+
+# --- The environment -----------------------------------------------------------------------------------------
+
+
+# Copied from common.wrappers.ToGymnasium
+class ToGymnasium(gym.Env):
+    """A gymnasium env around gym-super-mario-bros 7.x (the old gym API, below Python 3.13) or 9.x (gymnasium's):
+    an old env's `done` becomes terminated, or truncated where gym's TimeLimit said so, and the screen is copied
+    (nes-py's is a view that the next frame overwrites). The reward is 7.x's on both: x moved since the last frame
+    (0 for a jump of more than 5 pixels, as at a death), -1 when the clock ticks and -25 on dying, clipped to
+    [-15, 15]. 9.x's own also pays points and the flag, which MarioReward pays itself, so 7.x's is rebuilt from
+    9.x's info (benchmarks/README.md, "Two releases of the env")."""
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 60}  # the NES draws 60 frames a second
+
+    def __init__(self, env):
+        self.env = env
+        self.old_api = not isinstance(env, gym.Env)
+        space = env.observation_space
+        self.observation_space = gym.spaces.Box(np.min(space.low), np.max(space.high), space.shape, space.dtype)
+        self.action_space = gym.spaces.Discrete(int(env.action_space.n))
+        self.render_mode = "rgb_array"
+        self.screen = None
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        if self.old_api:  # (an old env has no seed to set; the NES is deterministic anyway)
+            obs, info = self.env.reset(), {}
+        else:
+            obs, info = self.env.reset(seed=seed, options=options)
+        self.screen = np.array(obs)  # a copy
+        self.x = info.get("x_pos", 0)
+        return self.screen, dict(info)
+
+    def step(self, action):
+        if self.old_api:
+            obs, reward, done, info = self.env.step(action)
+            truncated = bool(info.get("TimeLimit.truncated", False))
+            terminated = bool(done) and not truncated
+        else:
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            if "reward_components" in info:  # gym-super-mario-bros 9.x: its reward, back to 7.x's terms
+                dx, self.x, terms = info["x_pos"] - self.x, info["x_pos"], info["reward_components"]
+                reward = (dx if -5 <= dx <= 5 else 0) + terms["time"] + terms["death"]
+                reward = min(max(reward, -15), 15)  # SuperMarioBrosEnv.reward_range, as nes-py clips
+        self.screen = np.array(obs)  # a copy
+        return self.screen, float(reward), bool(terminated), bool(truncated), dict(info)
+
+    def render(self):
+        return self.screen
+
+    def close(self):
+        self.env.close()
+
+
+# Copied from common.wrappers.MarioReward
+class MarioReward(gym.Wrapper):
+    """The reward shaping of uvipen/Super-mario-bros-PPO-pytorch (src/env.py, CustomReward), its terms for every
+    level. The env's own reward r (ToGymnasium's) pays progress: the x moved since the last frame (moving right
+    pays, moving left costs), -1 each tick of the game's clock (time costs) and -25 on dying, so an episode's
+    return grows with how far and how fast Mario gets. On top of r: the points gained (coins, enemies, blocks) / 40,
+    +50 when the episode ends at the flag and -50 when Mario dies, all divided by 10, which scales down the returns
+    the value function has to fit. Not taken: CustomReward's -50 at a time limit (here a truncated episode gets
+    neither) and its terms for the maze levels 4-4 and 7-4. Put it above MaxAndSkip, where a step's score
+    difference covers its 4 frames."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self.score = 0
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        self.score = info.get("score", 0)  # 0 at a stage's start; old-API envs report no info on reset
+        return obs, info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        reward += (info["score"] - self.score) / 40.0
+        self.score = info["score"]
+        if terminated:
+            reward += 50.0 if info["flag_get"] else -50.0
+        return obs, reward / 10.0, terminated, truncated, info
+
+
+# Copied from common.wrappers.MaxAndSkip
+class MaxAndSkip(gym.Wrapper):
+    """Frame skip: repeat each action for `skip` frames and sum their rewards into one r_t, so the agent acts
+    `skip` times less often (fewer steps to run the network on and to carry credit back over). The observation is
+    the pixel-wise max of the last two frames: games draw some objects only on every other frame (flicker), and
+    the max keeps them in view."""
+
+    def __init__(self, env: gym.Env, skip: int = 4):
+        super().__init__(env)
+        self.skip = skip
+
+    def step(self, action):
+        total_reward, previous, obs = 0.0, None, None
+        for _ in range(self.skip):
+            previous, (obs, reward, terminated, truncated, info) = obs, self.env.step(action)
+            total_reward += float(reward)
+            if terminated or truncated:
+                break
+        frame = obs if previous is None else np.maximum(previous, obs)
+        return frame, total_reward, terminated, truncated, info
+
+
+# Copied from common.wrappers.GrayscaleResize
+class GrayscaleResize(gym.ObservationWrapper):
+    """RGB frame -> grayscale -> size x size (84 x 84), uint8, as DQN preprocessed Atari frames: colour and fine
+    detail tell the policy little, and 84 x 84 = 7,056 numbers a frame is 14x fewer than an Atari screen
+    (210 x 160 x 3), 26x fewer than the NES's (240 x 256 x 3)."""
+
+    def __init__(self, env: gym.Env, size: int = 84):
+        super().__init__(env)
+        self.size = size
+        self.observation_space = gym.spaces.Box(0, 255, (size, size), np.uint8)
+
+    def observation(self, obs):
+        gray = cv2.cvtColor(obs, cv2.COLOR_RGB2GRAY)
+        return cv2.resize(gray, (self.size, self.size), interpolation=cv2.INTER_AREA)
+
+
+# Copied from common.wrappers.FrameStack
+class FrameStack(gym.Wrapper):
+    """Frame stack: the observation s_t is the last k frames, stacked on a new first axis ([k, 84, 84], uint8).
+    One frame shows where things are, not where they are going: Breakout's ball has a velocity only in the change
+    from frame to frame, and pi(a|s_t) needs it to move the paddle to where the ball will be. After a reset, the
+    first frame fills all k slots."""
+
+    def __init__(self, env: gym.Env, k: int = 4):
+        super().__init__(env)
+        self.frames = collections.deque(maxlen=k)
+        space = env.observation_space
+        self.observation_space = gym.spaces.Box(0, 255, (k, *space.shape), space.dtype)
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        self.frames.extend([obs] * self.frames.maxlen)
+        return np.stack(self.frames), info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.frames.append(obs)
+        return np.stack(self.frames), reward, terminated, truncated, info
+
+
+def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None) -> gym.Env:
+    """The wrapper stack, innermost first. RecordEpisodeStatistics sits below the frame skip and the reward
+    shaping: it reports the env's own reward."""
+    env = ToGymnasium(JoypadSpace(checked_env(args), ACTION_SETS[args.action_type]))  # refusing bad ids and levels
+    env = gym.wrappers.RecordEpisodeStatistics(env)
+    env = MaxAndSkip(env, skip=4)
+    if video_folder:  # (one frame per agent step; capped: RecordVideo holds a video in memory)
+        env = gym.wrappers.RecordVideo(env, video_folder, episode_trigger=video_trigger, video_length=VIDEO_STEPS,
+                                       fps=15)
+    env = MarioReward(env)
+    env = GrayscaleResize(env, size=84)
+    return FrameStack(env, k=4)
+
+
+# Copied from common.envs.make_envs
+def make_envs(args: Args) -> gym.vector.VectorEnv:
+    """N copies of make_env in one vector env. An env that ends is reset by the vector env: by default (gymnasium
+    >= 1.0) on the NEXT step, a "transition" that must not be trained on; SAME_STEP resets it within the step
+    that ended it, so every step is a real transition, the last observation kept in info["final_obs"]."""
+    thunk = functools.partial(make_worker_env, args)
+    if args.vectorization_mode == "sync":
+        return gym.vector.SyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    return gym.vector.AsyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+                                     context=worker_start_method())
+
+
+# --- The agent: the policy and the value function ------------------------------------------------------------
+
+
+# Copied from common.ppo.layer_init
+def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Module:
+    """Orthogonal weights with gain `std`, zero biases ([37] detail 2): an orthogonal matrix keeps its input's
+    length (times the gain), so no layer starts out shrinking or blowing up the signal."""
+    torch.nn.init.orthogonal_(layer.weight, std)
+    torch.nn.init.constant_(layer.bias, bias_const)
+    return layer
+
+
+def cnn(channels: int, hidden_size: int) -> nn.Sequential:
+    """[UV]'s CNN body: 4 convolutions of 32 3x3 filters, stride 2, padding 1 (84 -> 42 -> 21 -> 11 -> 6 pixels),
+    then a fully connected layer of hidden_size; a ReLU after each layer."""
+    layers = []
+    for i in range(4):
+        layers += [layer_init(nn.Conv2d(channels if i == 0 else 32, 32, 3, stride=2, padding=1)), nn.ReLU()]
+    return nn.Sequential(*layers, nn.Flatten(), layer_init(nn.Linear(32 * 6 * 6, hidden_size)), nn.ReLU())
+
+
+class Agent(nn.Module):
+    """Two networks with nothing in common ([SU]): the actor, a CNN and a policy head giving pi(a|s), and the
+    critic, a CNN of the same shape and a value head giving V(s). Each has its own loss and Adam optimizer: the
+    actor steps on L^CLIP + c2 S, the critic on its squared error. So the value loss, whose scale follows the
+    returns, never competes with the policy's for shared features, no c1 has to weigh the two, and each network's
+    step sizes adapt to its own gradients; the price is two forward passes where a shared trunk needs one.
+    """
+
+    def __init__(self, env: gym.Env, hidden_size: int, bf16: bool = False):
+        super().__init__()
+        self.bf16 = bf16
+        channels = env.observation_space.shape[0]
+        self.actor_cnn = cnn(channels, hidden_size)
+        self.critic_cnn = cnn(channels, hidden_size)
+        # std 0.01: pi starts near uniform, exploring, with no action preferred by accident ([37] detail 2)
+        self.actor = layer_init(nn.Linear(hidden_size, env.action_space.n), std=0.01)
+        self.critic = layer_init(nn.Linear(hidden_size, 1), std=1.0)
+        # Channels-last (NHWC) weights and inputs: the memory layout CPU convolutions prefer.
+        self.to(memory_format=torch.channels_last)
+
+    def actor_parameters(self):
+        return [*self.actor_cnn.parameters(), *self.actor.parameters()]
+
+    def critic_parameters(self):
+        return [*self.critic_cnn.parameters(), *self.critic.parameters()]
+
+    def inputs(self, obs: torch.Tensor) -> torch.Tensor:
+        """uint8 frame stacks [B, 4, 84, 84] as the CNNs read them: scaled to [0, 1], channels-last, bfloat16
+        under --precision bf16."""
+        x = obs.contiguous(memory_format=torch.channels_last) / 255.0
+        return x.to(torch.bfloat16) if self.bf16 else x
+
+    def features(self, body: nn.Module, x: torch.Tensor) -> torch.Tensor:
+        """What `body` (actor_cnn or critic_cnn) computes from frame stacks, uint8 (converted here) or inputs()'s."""
+        if x.dtype == torch.uint8:
+            x = self.inputs(x)
+        # --precision bf16: the CNN in bfloat16, the heads, losses and Adam in float32; rollout and update compute
+        # alike, so r_t still starts at 1 (up to rounding).
+        with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+            hidden = body(x)
+        return hidden.float()
+
+    def get_value(self, x: torch.Tensor) -> torch.Tensor:
+        return self.critic(self.features(self.critic_cnn, x)).squeeze(-1)
+
+    def get_action(self, x: torch.Tensor, action: Optional[torch.Tensor] = None, greedy: bool = False):
+        """Samples an action from pi(.|x) (the most probable one if greedy) unless `action` is given. Returns the
+        action, log pi(action|x) and the entropy H(pi(.|x)): the actor alone, all the policy's update needs."""
+        log_pi = self.actor(self.features(self.actor_cnn, x)).log_softmax(-1)  # log pi(a|x) for every action a
+        pi = log_pi.exp()
+        if action is None:
+            action = log_pi.argmax(-1) if greedy else torch.multinomial(pi, 1).squeeze(-1)
+        log_prob = log_pi.gather(-1, action.unsqueeze(-1)).squeeze(-1)
+        entropy = -(pi * log_pi).sum(-1)  # H = -sum_a pi(a|x) log pi(a|x)
+        return action, log_prob, entropy
+
+    def get_action_and_value(self, x: torch.Tensor, action: Optional[torch.Tensor] = None, greedy: bool = False):
+        """get_action and V(x): what the rollout needs."""
+        return *self.get_action(x, action, greedy), self.get_value(x)
+
+
+# --- PPO: the rollout, the advantages (GAE) and the losses ---------------------------------------------------
+
+
+# Copied from common.frames.Rollout
+class Rollout:
+    """What a rollout of T steps of N envs stores, one NumPy array [T, N] per quantity (obs: [T, N, 4, 84, 84]),
+    turned into tensors once per update."""
+
+    def __init__(self, num_steps: int, num_envs: int, obs_shape: tuple):
+        self.obs = np.zeros((num_steps, num_envs) + obs_shape, dtype=np.uint8)  # frames stay uint8
+        self.actions = np.zeros((num_steps, num_envs), dtype=np.int64)
+        self.logprobs = np.zeros((num_steps, num_envs), dtype=np.float32)
+        self.rewards = np.zeros((num_steps, num_envs), dtype=np.float32)
+        self.dones = np.zeros((num_steps, num_envs), dtype=np.float32)
+        self.values = np.zeros((num_steps, num_envs), dtype=np.float32)
+        self.final_values = np.zeros((num_steps, num_envs), dtype=np.float32)  # V(s_{t+1}) where an episode ended
+
+
+def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarray, rollout: Rollout,
+                    check=lambda: None):
+    """Run pi_old for T steps in the N envs, filling `rollout`. Returns the observation to go on from, V of it
+    (last_value, for GAE) and the episodes that ended, as (step, return, length, x reached, flag reached)."""
+    device = next(agent.parameters()).device
+    episodes = []
+    for step in range(len(rollout.obs)):
+        check()  # Ctrl-C ends the run here, between two steps
+        rollout.obs[step] = next_obs
+        with torch.inference_mode():  # acting needs no gradients: they are recomputed in the update
+            action, logprob, _, value = agent.get_action_and_value(torch.as_tensor(next_obs, device=device))
+        rollout.actions[step], rollout.logprobs[step], rollout.values[step] = (
+            action.cpu().numpy(), logprob.cpu().numpy(), value.cpu().numpy())
+
+        next_obs, rollout.rewards[step], terminated, truncated, info = envs.step(rollout.actions[step])
+        rollout.dones[step] = terminated | truncated
+        rollout.final_values[step] = 0.0  # terminated: the MDP ended, there is no future reward, V(s_{t+1}) = 0
+        if "final_obs" in info:
+            # Envs that ended here were already reset (SAME_STEP): next_obs starts their new episode,
+            # info["final_obs"] holds the observation they ended on. Truncated: a time limit cut the episode where
+            # more reward would have come, so bootstrap from V(final observation) ([TL]). Termination wins:
+            # TimeLimit also sets truncated when the episode terminated on the limit step, and then V = 0.
+            bootstrap = truncated & ~terminated
+            if bootstrap.any():
+                final_obs = np.stack(info["final_obs"][bootstrap])
+                with torch.inference_mode():
+                    rollout.final_values[step, bootstrap] = agent.get_value(
+                        torch.as_tensor(final_obs, device=device)).cpu().numpy()
+            final = info["final_info"]  # each env's last info: x_pos and flag_get say how far it got
+            for i in np.flatnonzero(final["_episode"]):
+                episodes.append((step, float(final["episode"]["r"][i]), int(final["episode"]["l"][i]),
+                                 int(final["x_pos"][i]), bool(final["flag_get"][i])))
+    with torch.inference_mode():
+        last_value = agent.get_value(torch.as_tensor(next_obs, device=device)).cpu().numpy()
+    return next_obs, last_value, episodes
+
+
+# Copied from common.ppo.compute_gae
+def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, gae_lambda: float) -> np.ndarray:
+    """Generalized Advantage Estimation ([GAE]), backwards over a rollout. NumPy arrays [T] (or [T, N]).
+
+    A k-step estimate of A_t sums k rewards, then trusts V: r_t + ... + gamma^(k-1) r_{t+k-1} + gamma^k V(s_{t+k})
+    - V(s_t). Small k leans on V (little variance, but V's bias); large k on the rewards (no bias, much variance).
+    GAE averages them all with weights (1 - lambda) lambda^(k-1): lambda = 0 is the one-step delta_t, lambda = 1
+    the whole return minus V. The average sums to the recursion below.
+
+    dones[t] = 1 where an episode ended at step t: no advantage flows back across it, and final_values[t] is its
+    V(s_{t+1}), 0 after a termination, V(final observation) after a truncation. last_value = V(s_T).
+    """
+    # V(s_{t+1}) for every step: the next row's value, last_value after the last row, final_values at ends.
+    next_values = np.where(dones == 1, final_values, np.concatenate([values[1:], [last_value]]))
+    advantages = np.zeros_like(rewards)
+    last_gae = 0.0
+    for t in reversed(range(len(rewards))):
+        # delta_t = r_t + gamma * V(s_{t+1}) - V(s_t)                              (paper eq. 12)
+        delta = rewards[t] + gamma * next_values[t] - values[t]
+        # A_t = delta_t + gamma * lambda * A_{t+1}, cut at episode ends            (paper eq. 11)
+        last_gae = delta + gamma * gae_lambda * (1.0 - dones[t]) * last_gae
+        advantages[t] = last_gae
+    return advantages
+
+
+# Copied from common.ppo.clipped_surrogate_loss
+def clipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip_coef: float) -> torch.Tensor:
+    """-L^CLIP, to minimize. L^CLIP = E[min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t)]      (paper eq. 7)
+
+    By cases (the paper's Figure 1). A_t > 0, an action better than average: L^CLIP grows with r_t up to 1 + eps,
+    then is flat, so nothing is gained by making a_t more likely than that. A_t < 0: it grows as r_t falls to
+    1 - eps, then is flat. The min keeps the unclipped term where it is smaller, so a move the wrong way is never
+    clipped away. Flat means a zero gradient: the clip removes the incentive to push r_t further, not the move.
+    """
+    unclipped = ratio * advantages
+    clipped = torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef) * advantages
+    return -torch.min(unclipped, clipped).mean()
+
+
+def minibatches(batch_size: int, minibatch_size: int, count: int, device: torch.device):
+    """`count` minibatches of indices into the rollout, one gradient step's at a time: passes over it, each in a
+    fresh random order, every sample used once per pass.
+
+    Counted in steps, not epochs, so that the policy can stop between any two: L^CLIP, estimated from pi_old's
+    samples, is worth trusting only while pi stays near pi_old, and the clip removes the incentive to move further,
+    not the move. So train() ends the policy's update once KL[pi_old || pi] passes 1.5 x target_kl ([SU]'s rule)."""
+    for i in range(count):
+        if i % (batch_size // minibatch_size) == 0:
+            order = torch.randperm(batch_size, device=device).split(minibatch_size)
+        yield order[i % len(order)]
+
+
+# Copied from common.distributed.step_network
+def step_network(optimizer: optim.Optimizer, loss: torch.Tensor, parameters, args: Args) -> None:
+    """One gradient step of one network (its `parameters`) on `loss`."""
+    parameters = list(parameters)  # (read twice below: a generator such as agent.parameters() would run dry)
+    optimizer.zero_grad()
+    loss.backward()
+    all_ranks_mean_grads(parameters, args)  # (torchrun: every process takes the same step, the mean one)
+    # Global gradient clipping ([37] detail 11): all gradients scaled down together to a norm of at most
+    # max_grad_norm, so one unlucky minibatch cannot take a huge step.
+    nn.utils.clip_grad_norm_(parameters, args.max_grad_norm)
+    optimizer.step()
+
+
+# --- Training: the PPO loop ----------------------------------------------------------------------------------
+
+
+def train(args: Args, ckpt: Optional[dict]) -> None:
+    args.batch_size = args.num_envs * args.num_steps
+    run = Run(args, ckpt)  # processes (torchrun), seeds, run folder, log, checkpoints, Ctrl-C: below the fence
+    device = run.device
+    args.num_iterations = args.total_timesteps // (args.num_steps * run.parallel_envs)  # N envs on every process
+
+    with make_env(args) as env:  # one env, to read the spaces off
+        agent = Agent(env, args.hidden_size, use_bf16(args, device)).to(device)
+    envs = make_envs(args)
+    # Adam's eps 1e-5, not 1e-8 ([37] detail 3): it bounds the step of a weight whose gradients were near zero.
+    # Two optimizers, one per network ([SU]): each network's step size adapts to its own loss alone.
+    optimizers = Optimizers(
+        pi=adam(agent.actor_parameters(), lr=args.learning_rate, eps=1e-5),
+        vf=adam(agent.critic_parameters(), lr=args.vf_learning_rate, eps=1e-5),
+    )
+    global_step, start_iteration, log = run.start(agent, optimizers)  # 0 and 1 in a new run
+    rollout = Rollout(args.num_steps, args.num_envs, envs.single_observation_space.shape)
+    next_obs = run.first_observation(envs)  # seeded from --seed
+
+    for iteration in range(start_iteration, args.num_iterations + 1):
+        # Annealing ([37] detail 4): lr_i = alpha_i * learning_rate, alpha_i = 1 - (i - 1) / num_iterations (Table 5):
+        # large steps while the policy is poor, smaller ones as it settles.
+        alpha = run.alpha(iteration)
+        if args.anneal_lr:
+            optimizers["pi"].param_groups[0]["lr"] = alpha * args.learning_rate
+            optimizers["vf"].param_groups[0]["lr"] = alpha * args.vf_learning_rate
+
+        # --- Rollout: run the current policy pi_old for T steps in each of the N envs -----------------------
+        next_obs, last_value, episodes = collect_rollout(envs, agent, next_obs, rollout, run.check)
+        for step, episodic_return, length, x_pos, flag_get in episodes:  # rank 0's episodes
+            at_step = global_step + (step + 1) * run.parallel_envs
+            log.episode(episodic_return, length, at_step)
+            log.scalar("charts/x_pos", x_pos, at_step)  # how far Mario got (the flag is at about 3160)
+            log.scalar("charts/flag_get", float(flag_get), at_step)
+        global_step += args.num_steps * run.parallel_envs
+
+        # --- Advantages: how much better each action turned out than pi's average from its state -------------
+        # A_t > 0 makes a_t more likely, A_t < 0 less. Subtracting the baseline V(s_t) keeps the gradient right on
+        # average and takes out what any action from s_t would have got: most of the return's noise.
+        advantages = compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.final_values, last_value,
+                                 args.gamma, args.gae_lambda)
+        returns = advantages + rollout.values  # the value targets V^targ_t = A_t + V(s_t)
+        # Flatten [T, N] into one batch of N*T samples: after GAE, the order of the samples no longer matters.
+        b_obs, b_actions, b_logprobs, b_advantages, b_returns = (
+            torch.as_tensor(x, device=device).flatten(0, 1)
+            for x in (rollout.obs, rollout.actions, rollout.logprobs, advantages, returns)
+        )
+        b_obs = agent.inputs(b_obs)  # scaled once here, for all the steps of both networks below
+
+        # --- Update the policy: up to train_pi_iters gradient steps on L^CLIP + c2 S, stopped by the KL ----
+        # The ratio r_t = pi(a_t|s_t) / pi_old(a_t|s_t) reweights pi_old's samples to what pi would see (importance
+        # sampling), so one rollout serves many steps, while pi stays near pi_old: the clip and the KL stop see to it.
+        clipfracs, stop_iter = [], args.train_pi_iters
+        for i, mb in enumerate(minibatches(args.batch_size, args.minibatch_size, args.train_pi_iters, device)):
+            run.check()  # Ctrl-C: the run ends here
+            _, newlogprob, entropy = agent.get_action(b_obs[mb], b_actions[mb])
+            # r_t as exp(log pi - log pi_old): stable where a ratio of small probabilities is not
+            logratio = newlogprob - b_logprobs[mb]
+            ratio = logratio.exp()
+            with torch.no_grad():
+                # KL[pi_old || pi] on the minibatch, two unbiased estimates (http://joschu.net/blog/kl-approx.html):
+                # the mean of -log r_t, noisy, even negative; approx_kl, of (r_t - 1) - log r_t, never negative,
+                # less noisy, and what --target-kl reads.
+                kl = torch.stack([(-logratio).mean(), ((ratio - 1) - logratio).mean()])
+                # Early stop ([SU]): once pi has drifted this far from pi_old, further steps on the same data would
+                # take it past where the samples say anything; checked before each step, on the minibatch about to
+                # be stepped on (Spinning Up's uses the whole rollout: one more forward pass a step).
+                old_approx_kl, approx_kl = all_ranks_mean(kl, args)  # (torchrun: the mean over the processes)
+                if args.target_kl is not None and approx_kl > 1.5 * args.target_kl:
+                    stop_iter = i
+                    break
+                clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())  # (read once, at the log)
+
+            # Normalized per minibatch ([37] detail 7): the step's size no longer depends on the rewards' scale.
+            mb_advantages = b_advantages[mb]
+            if args.norm_adv:
+                mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+            pg_loss = clipped_surrogate_loss(ratio, mb_advantages, args.clip_coef)
+            entropy_loss = entropy.mean()
+            # Maximize L^CLIP + c2 S (eq. 9 without the value term): c2 the entropy bonus that keeps pi spread over
+            # the actions, still exploring.
+            loss = pg_loss - args.ent_coef * entropy_loss
+            step_network(optimizers["pi"], loss, agent.actor_parameters(), args)
+
+        # --- Update the value function: train_v_iters gradient steps on its squared error --------------------
+        for mb in minibatches(args.batch_size, args.minibatch_size, args.train_v_iters, device):
+            run.check()  # Ctrl-C: the run ends here
+            # L^VF = (V(s_t) - V^targ_t)^2 (eq. 9), halved so that its gradient is the error
+            v_loss = 0.5 * ((agent.get_value(b_obs[mb]) - b_returns[mb]) ** 2).mean()
+            step_network(optimizers["vf"], v_loss, agent.critic_parameters(), args)
+
+        # --- Logging: the losses are the last minibatch's (clipfrac: the mean over the policy's steps); the KL
+        # estimates, the last ones checked (if the policy stopped early, those of the step it did not take).
+        log.update(global_step, args.num_steps * run.parallel_envs, {
+            "charts/learning_rate": optimizers["pi"].param_groups[0]["lr"], "losses/value_loss": v_loss.item(),
+            **({"losses/policy_loss": pg_loss.item(), "losses/entropy": entropy_loss.item(),  # (no step: no loss)
+                "losses/old_approx_kl": old_approx_kl.item(), "losses/approx_kl": approx_kl.item(),
+                "losses/clipfrac": np.mean(torch.stack(clipfracs).tolist())} if stop_iter > 0 else {}),
+            "losses/explained_variance": explained_variance(returns, rollout.values),
+            "losses/stop_iter": stop_iter,  # policy steps taken ([SU]'s StopIter)
+        })
+
+        # --- Evaluation of the policy, on an env of its own ------------------------------------------------
+        last = iteration == args.num_iterations
+        if args.eval_every and (last or iteration % args.eval_every == 0):
+            flag_rate = run.evaluate(agent, global_step)  # (under torchrun, rank 0's; None on the others)
+            if args.target_flag_rate is not None:  # the level cleared often enough: this update is the last
+                reached = flag_rate is not None and flag_rate >= args.target_flag_rate
+                # (rank 0 evaluated; the ranks end at the same update, so it tells them)
+                last = last or all_ranks_mean(torch.tensor(float(reached), device=device), args).item() > 0
+                if reached:
+                    log.progress.write(f"--target-flag-rate {args.target_flag_rate} reached: the run ends here")
+
+        run.after_update(iteration, global_step, last)  # a checkpoint every few updates (Ctrl-C: run.check())
+        if last:
+            break
+
+    run.close()
+
+
+# =========================================================================================================
+# The rest is plumbing, skippable on a first read: device and process settings, bad-input checks, run folders
+# and logging, Ctrl-C, checkpoints and resume, evaluation and play, the --help texts
+# and torchrun and precision (nothing of PPO, which is all above)
+# =========================================================================================================
+
+import ast  # (the plumbing's own imports: PPO above needs none of them)
+import copy
+import dataclasses
+import inspect
+import multiprocessing
+import os
+import random
+import signal
+import sys
+import time
+
+import torch.distributed as dist
+import tqdm
+import tyro
+from torch.utils.tensorboard import SummaryWriter
+
+SCRIPT = os.path.basename(__file__)
+
+
+@dataclass
+class Args(Hyperparameters):
+    """The command line: PPO's hyperparameters (Hyperparameters, above) and the flags for running the script."""
+
+    vectorization_mode: Literal["sync", "async"] = "async"
+    """sync: step the N envs one after another in this process; async: one process per env, stepped in parallel (pays
+    off when an env step costs more than sending its data between processes, and there are cores to run them on)"""
     exp_name: str = SCRIPT[: -len(".py")]
     """name of the experiment: runs are saved in runs/<level>__<exp-name>__<seed>__<unix-time>/"""
     seed: int = 1
@@ -248,597 +751,6 @@ class Args:
     """number of rollout + update cycles: total_timesteps // (batch_size * world_size)"""
 
 
-# ---------------------------------------------------------------------------------------------------------
-# The environment
-# ---------------------------------------------------------------------------------------------------------
-
-
-# Copied from common.wrappers.ToGymnasium
-class ToGymnasium(gym.Env):
-    """A gymnasium env around an env of either API: the old gym one (reset() -> obs, step() -> obs, reward, done,
-    info: gym-super-mario-bros 7.x with nes-py 8.x, the releases below Python 3.13) or gymnasium's (reset(seed,
-    options) -> obs, info, step() -> obs, reward, terminated, truncated, info: 9.x, from Python 3.13). Which one
-    is read off the env's class, once.
-
-    An old env's `done` becomes terminated, or truncated where gym's TimeLimit said so in
-    info["TimeLimit.truncated"]. Observations are copied: nes-py returns a view of the emulator's screen, which
-    the next frame overwrites (MaxAndSkip keeps two frames). render() returns the last screen (rgb_array, for
-    RecordVideo), so both APIs record the same way.
-
-    The reward is 7.x's on either release: x moved since the last frame (0 for a jump of more than 5 pixels, as
-    at a death), plus the clock's tick (-1 when it ticks) and -25 on dying, the sum clipped to [-15, 15]. 9.x's
-    own reward pays x only past the furthest x of the episode so far, and adds points / 100, 5 a coin, +-5 a
-    power-up won or lost and 50 at the flag (info["reward_components"] holds its terms): MarioReward above pays
-    points and the flag itself, so those would count twice, and the coins and power-ups would be new to the
-    lesson. From 9.x's info, the time and death terms are 7.x's as they are, and x moved is read off
-    info["x_pos"]."""
-
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 60}  # the NES draws 60 frames a second
-
-    def __init__(self, env):
-        self.env = env
-        self.old_api = not isinstance(env, gym.Env)
-        space = env.observation_space
-        self.observation_space = gym.spaces.Box(np.min(space.low), np.max(space.high), space.shape, space.dtype)
-        self.action_space = gym.spaces.Discrete(int(env.action_space.n))
-        self.render_mode = "rgb_array"
-        self.screen = None
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        if self.old_api:  # (an old env has no seed to set; the NES is deterministic anyway)
-            obs, info = self.env.reset(), {}
-        else:
-            obs, info = self.env.reset(seed=seed, options=options)
-        self.screen = np.array(obs)  # a copy
-        self.x = info.get("x_pos", 0)
-        return self.screen, dict(info)
-
-    def step(self, action):
-        if self.old_api:
-            obs, reward, done, info = self.env.step(action)
-            truncated = bool(info.get("TimeLimit.truncated", False))
-            terminated = bool(done) and not truncated
-        else:
-            obs, reward, terminated, truncated, info = self.env.step(action)
-            if "reward_components" in info:  # gym-super-mario-bros 9.x: its reward, back to 7.x's terms
-                dx, self.x, terms = info["x_pos"] - self.x, info["x_pos"], info["reward_components"]
-                reward = (dx if -5 <= dx <= 5 else 0) + terms["time"] + terms["death"]
-                reward = min(max(reward, -15), 15)  # SuperMarioBrosEnv.reward_range, as nes-py clips
-        self.screen = np.array(obs)  # a copy
-        return self.screen, float(reward), bool(terminated), bool(truncated), dict(info)
-
-    def render(self):
-        return self.screen
-
-    def close(self):
-        self.env.close()
-
-
-# Copied from common.wrappers.MarioReward
-class MarioReward(gym.Wrapper):
-    """The terms of uvipen/Super-mario-bros-PPO-pytorch's reward shaping (src/env.py, CustomReward) that apply on
-    every level, on the env's own reward r (x progress, clock and death penalties): r + (score gained) / 40, then
-    +50 when the episode ends with the flag reached and -50 when Mario dies, all divided by 10. Points (coins,
-    enemies, blocks) pay a little, the goal pays most, and the division by 10 scales the returns the value
-    function has to fit down by as much.
-    (ToGymnasium below gives r as gym-super-mario-bros 7.x defines it on 9.x too, whose own reward pays points
-    and the flag itself.)
-
-    Not taken from CustomReward: its -50 at any episode end without the flag, a time limit's included (here a
-    truncated episode gets neither +50 nor -50), and its terms for the maze levels 4-4 and 7-4, which end the
-    episode with -50 where Mario takes a wrong path. Reads info["score"] and info["flag_get"] of each step; put it
-    above MaxAndSkip, where a step's score difference covers its 4 frames."""
-
-    def __init__(self, env: gym.Env):
-        super().__init__(env)
-        self.score = 0
-
-    def reset(self, **kwargs):
-        obs, info = self.env.reset(**kwargs)
-        self.score = info.get("score", 0)  # 0 at a stage's start; old-API envs report no info on reset
-        return obs, info
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        reward += (info["score"] - self.score) / 40.0
-        self.score = info["score"]
-        if terminated:
-            reward += 50.0 if info["flag_get"] else -50.0
-        return obs, reward / 10.0, terminated, truncated, info
-
-
-# Copied from common.wrappers.MaxAndSkip
-class MaxAndSkip(gym.Wrapper):
-    """Repeat each action for `skip` frames and sum their rewards; return the pixel-wise max of the last two
-    frames. The agent decides `skip` times less often, and an object that the game draws on only one of the
-    last two frames (a flickering sprite) still shows in the observation.
-
-    Differs from gymnasium's MaxAndSkipObservation, and baselines' and SB3's MaxAndSkipEnv, only when the
-    episode ends before the last frame of a skip: those max two buffers still holding frames of an earlier
-    step, this one the last two frames actually seen (or the one, if the episode ended on the first)."""
-
-    def __init__(self, env: gym.Env, skip: int = 4):
-        super().__init__(env)
-        self.skip = skip
-
-    def step(self, action):
-        total_reward, previous, obs = 0.0, None, None
-        for _ in range(self.skip):
-            previous, (obs, reward, terminated, truncated, info) = obs, self.env.step(action)
-            total_reward += float(reward)
-            if terminated or truncated:
-                break
-        frame = obs if previous is None else np.maximum(previous, obs)
-        return frame, total_reward, terminated, truncated, info
-
-
-# Copied from common.wrappers.GrayscaleResize
-class GrayscaleResize(gym.ObservationWrapper):
-    """RGB frame -> grayscale -> size x size (84 x 84), uint8, as DQN preprocessed Atari frames: 84 x 84 =
-    7,056 numbers per frame, 14x fewer than an Atari screen (210 x 160 x 3), 26x fewer than the NES's
-    (240 x 256 x 3). OpenCV's RGB-to-gray weights (0.299, 0.587, 0.114) give exactly the ALE's own
-    grayscale screen, the one gymnasium's AtariPreprocessing reads; INTER_AREA averages the pixels each output
-    pixel covers, as AtariPreprocessing resizes."""
-
-    def __init__(self, env: gym.Env, size: int = 84):
-        super().__init__(env)
-        self.size = size
-        self.observation_space = gym.spaces.Box(0, 255, (size, size), np.uint8)
-
-    def observation(self, obs):
-        gray = cv2.cvtColor(obs, cv2.COLOR_RGB2GRAY)
-        return cv2.resize(gray, (self.size, self.size), interpolation=cv2.INTER_AREA)
-
-
-# Copied from common.wrappers.FrameStack
-class FrameStack(gym.Wrapper):
-    """Observation = the last k frames, stacked on a new first axis ([k, 84, 84], uint8): one frame shows
-    where things are but not which way they move, a stack of frames does. After a reset, the first frame fills
-    all k slots (as gymnasium's FrameStackObservation pads by default)."""
-
-    def __init__(self, env: gym.Env, k: int = 4):
-        super().__init__(env)
-        self.frames = collections.deque(maxlen=k)
-        space = env.observation_space
-        self.observation_space = gym.spaces.Box(0, 255, (k, *space.shape), space.dtype)
-
-    def reset(self, **kwargs):
-        obs, info = self.env.reset(**kwargs)
-        self.frames.extend([obs] * self.frames.maxlen)
-        return np.stack(self.frames), info
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self.frames.append(obs)
-        return np.stack(self.frames), reward, terminated, truncated, info
-
-
-def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None) -> gym.Env:
-    """The wrapper stack, innermost first. RecordEpisodeStatistics sits right on the emulator, below the frame
-    skip and the reward shaping: what it reports is the env's own reward (episode lengths are in frames).
-    RecordVideo sits above the frame skip: one frame per agent step, played at 15 fps (60 / 4), at most the
-    first VIDEO_STEPS steps of an episode. An episode is one life on one level: it ends when Mario dies or
-    reaches the flag."""
-    if args.env_id not in GAMES:
-        fail(f"--env-id {args.env_id!r} is not a Super Mario Bros game; this script plays {' or '.join(GAMES)} "
-             "(the level comes from --world and --stage; for Atari games use ppo_breakout_atari.py)")
-    try:
-        nes = gym_super_mario_bros.SuperMarioBrosEnv(lost_levels=GAMES[args.env_id], target=(args.world, args.stage))
-    except ValueError as e:  # a level the game (or the library) does not have
-        fail(f"{args.env_id} has no level --world {args.world} --stage {args.stage} to start at ({e})")
-    env = ToGymnasium(JoypadSpace(nes, ACTION_SETS[args.action_type]))
-    env = gym.wrappers.RecordEpisodeStatistics(env)
-    env = MaxAndSkip(env, skip=4)
-    if video_folder:  # (RecordVideo holds a video's frames in memory until it writes them: hence the cap)
-        env = gym.wrappers.RecordVideo(env, video_folder, episode_trigger=video_trigger, video_length=VIDEO_STEPS,
-                                       fps=15)
-    env = MarioReward(env)
-    env = GrayscaleResize(env, size=84)
-    return FrameStack(env, k=4)
-
-
-# Copied from common.envs.make_envs
-def make_envs(args: Args) -> gym.vector.VectorEnv:
-    """N copies of make_env in one vector env (train() has already made one, for the Agent, so the env is known
-    to work), stepped one after another in this process (sync) or each in a worker process of its own (async).
-
-    Autoreset: when one of the N envs ends, the vector env resets it by itself. Gymnasium >= 1.0 does that on
-    the NEXT step by default (that step's action is ignored and its "transition" is a reset, which must not
-    be trained on). SAME_STEP instead resets it within the step that ended it: the observation returned is
-    already the new episode's first, and the one the episode ended on is in info["final_obs"]. Every step
-    of the rollout is then a real transition, and truncated episodes can bootstrap from V(final obs).
-    """
-    thunk = functools.partial(make_worker_env, args)
-    if args.vectorization_mode == "sync":
-        return gym.vector.SyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
-    return gym.vector.AsyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-                                     context=worker_start_method())
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The agent: the policy and the value function
-# ---------------------------------------------------------------------------------------------------------
-
-
-# Copied from common.ppo.layer_init
-def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Module:
-    """Orthogonal weights with gain `std`, zero biases ([37] detail 2). sqrt(2) is the ReLU gain (tanh's is 5/3);
-    the reference implementations (openai/baselines, CleanRL) give it to their hidden layers, ReLU and tanh alike."""
-    torch.nn.init.orthogonal_(layer.weight, std)
-    torch.nn.init.constant_(layer.bias, bias_const)
-    return layer
-
-
-def cnn(channels: int, hidden_size: int) -> nn.Sequential:
-    """[UV]'s CNN body (src/model.py; [GX] gives each network one): 4 convolutions of 32 3x3 filters, stride 2,
-    padding 1 (84 -> 42 -> 21 -> 11 -> 6 pixels), then a fully connected layer of hidden_size; a ReLU after each
-    layer, the fully connected one included as in [GX]'s core.py (cnn_model; [UV]'s has none there)."""
-    layers = []
-    for i in range(4):
-        layers += [layer_init(nn.Conv2d(channels if i == 0 else 32, 32, 3, stride=2, padding=1)), nn.ReLU()]
-    return nn.Sequential(*layers, nn.Flatten(), layer_init(nn.Linear(32 * 6 * 6, hidden_size)), nn.ReLU())
-
-
-class Agent(nn.Module):
-    """Two networks with nothing in common: the actor (a CNN and a policy head) and the critic (a CNN of the same
-    shape and a value head), each trained with its own loss and optimizer ([SU], as in [GX]).
-
-    Input: 4 stacked 84 x 84 grayscale frames, uint8, scaled to [0, 1] inside the networks. Keeping the value
-    function apart means its loss, whose scale follows the returns, never competes with the policy's for the
-    same features, at the price of two forward passes where a shared trunk needs one.
-    """
-
-    def __init__(self, env: gym.Env, hidden_size: int, bf16: bool = False):
-        super().__init__()
-        self.bf16 = bf16
-        channels = env.observation_space.shape[0]
-        self.actor_cnn = cnn(channels, hidden_size)
-        self.critic_cnn = cnn(channels, hidden_size)
-        # A policy head initialized with std 0.01 starts with near-uniform action probabilities: maximal
-        # exploration at first, and no action is preferred by accident of the initialization ([37] detail 2).
-        self.actor = layer_init(nn.Linear(hidden_size, env.action_space.n), std=0.01)
-        self.critic = layer_init(nn.Linear(hidden_size, 1), std=1.0)
-        # Channels-last (NHWC) weights and inputs: oneDNN's CPU convolutions run faster on them than on NCHW.
-        self.to(memory_format=torch.channels_last)
-
-    def actor_parameters(self):
-        return [*self.actor_cnn.parameters(), *self.actor.parameters()]
-
-    def critic_parameters(self):
-        return [*self.critic_cnn.parameters(), *self.critic.parameters()]
-
-    def inputs(self, obs: torch.Tensor) -> torch.Tensor:
-        """uint8 frame stacks [B, 4, 84, 84] as the CNNs read them: scaled to [0, 1], channels-last, and in
-        bfloat16 under --precision bf16 (the type autocast would cast them to for the first convolution). The
-        update converts the whole rollout once, rather than each of its up to 320 minibatches again."""
-        x = obs.contiguous(memory_format=torch.channels_last) / 255.0
-        return x.to(torch.bfloat16) if self.bf16 else x
-
-    def features(self, body: nn.Module, x: torch.Tensor) -> torch.Tensor:
-        """The features `body` (actor_cnn or critic_cnn) computes from frame stacks [B, 4, 84, 84]: uint8 as the
-        env gives them (converted here), or already converted by inputs()."""
-        if x.dtype == torch.uint8:
-            x = self.inputs(x)
-        # Mixed precision (--precision bf16): the CNN, nearly all of the arithmetic, computes in bfloat16
-        # (float32's 8 exponent bits, 7 of its 23 mantissa bits), which a CPU with AMX runs faster than float32.
-        # Its features come back as float32 for the heads, the log-softmax and the losses. The rollout and the
-        # update run the same bf16 network, so the ratio r_t starts at 1 up to rounding: on the CPU to ~1e-5,
-        # on a GPU to ~1e-3, whose kernels for the rollout's N samples and the update's minibatches round
-        # differently (README: the GPU check).
-        with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-            hidden = body(x)
-        return hidden.float()
-
-    def get_value(self, x: torch.Tensor) -> torch.Tensor:
-        return self.critic(self.features(self.critic_cnn, x)).squeeze(-1)
-
-    def get_action(self, x: torch.Tensor, action: Optional[torch.Tensor] = None, greedy: bool = False):
-        """Samples an action from pi(.|x) (the most probable one if greedy) unless `action` is given. Returns the
-        action, log pi(action|x) and the entropy H(pi(.|x)): the actor alone, all the policy's update needs.
-
-        The categorical distribution is written out rather than taken from torch.distributions.Categorical: it
-        is four lines.
-        """
-        log_pi = self.actor(self.features(self.actor_cnn, x)).log_softmax(-1)  # log pi(a|x) for every action a
-        pi = log_pi.exp()
-        if action is None:
-            action = log_pi.argmax(-1) if greedy else torch.multinomial(pi, 1).squeeze(-1)
-        log_prob = log_pi.gather(-1, action.unsqueeze(-1)).squeeze(-1)
-        entropy = -(pi * log_pi).sum(-1)  # H = -sum_a pi(a|x) log pi(a|x)
-        return action, log_prob, entropy
-
-    def get_action_and_value(self, x: torch.Tensor, action: Optional[torch.Tensor] = None, greedy: bool = False):
-        """get_action and V(x) (what the rollout needs): two networks, two forward passes."""
-        return *self.get_action(x, action, greedy), self.get_value(x)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# PPO: the rollout, the advantages (GAE) and the losses
-# ---------------------------------------------------------------------------------------------------------
-
-
-# Copied from common.frames.Rollout
-class Rollout:
-    """One rollout in NumPy, one [T, N] array per quantity (obs: [T, N, 4, 84, 84]).
-
-    The environments speak NumPy and the network torch: a row write here is many times cheaper than one into a
-    tensor, and the whole rollout is turned into tensors once per update."""
-
-    def __init__(self, num_steps: int, num_envs: int, obs_shape: tuple):
-        self.obs = np.zeros((num_steps, num_envs) + obs_shape, dtype=np.uint8)  # frames stay uint8
-        self.actions = np.zeros((num_steps, num_envs), dtype=np.int64)
-        self.logprobs = np.zeros((num_steps, num_envs), dtype=np.float32)
-        self.rewards = np.zeros((num_steps, num_envs), dtype=np.float32)
-        self.dones = np.zeros((num_steps, num_envs), dtype=np.float32)
-        self.values = np.zeros((num_steps, num_envs), dtype=np.float32)
-        self.final_values = np.zeros((num_steps, num_envs), dtype=np.float32)  # V(s_{t+1}) where an episode ended
-
-
-def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarray, rollout: Rollout,
-                    should_stop=lambda: False):
-    """Run the current policy pi_old for T steps in the N envs, filling `rollout`.
-
-    Returns the observation to continue from, V of it (last_value, for GAE) and the episodes that ended, as
-    (step, return, length, x position reached, flag reached) tuples.
-    """
-    device = next(agent.parameters()).device
-    episodes = []
-    for step in range(len(rollout.obs)):
-        if should_stop():  # Ctrl-C (Stopper): this rollout is given up
-            break
-        rollout.obs[step] = next_obs
-        with torch.inference_mode():  # acting needs no gradients: they are recomputed in the update
-            action, logprob, _, value = agent.get_action_and_value(torch.as_tensor(next_obs, device=device))
-        rollout.actions[step], rollout.logprobs[step], rollout.values[step] = (
-            action.cpu().numpy(), logprob.cpu().numpy(), value.cpu().numpy())
-
-        next_obs, rollout.rewards[step], terminated, truncated, info = envs.step(rollout.actions[step])
-        rollout.dones[step] = terminated | truncated
-        rollout.final_values[step] = 0.0  # terminated: the MDP ended, there is no future reward, V(s_{t+1}) = 0
-        if "final_obs" in info:
-            # Some envs ended at this step and were already reset (SAME_STEP): next_obs holds the first
-            # observation of their new episode, and info["final_obs"] the one they ended on.
-            # A truncated episode was cut by a time limit in a state that is not terminal, and the agent would
-            # have collected more reward: bootstrap from V(final observation) ([TL]). Termination wins:
-            # gymnasium's TimeLimit also sets truncated on the limit step when the episode terminated there,
-            # and then the MDP ended (V = 0) whatever the clock says.
-            bootstrap = truncated & ~terminated
-            if bootstrap.any():
-                final_obs = np.stack(info["final_obs"][bootstrap])
-                with torch.inference_mode():
-                    rollout.final_values[step, bootstrap] = agent.get_value(
-                        torch.as_tensor(final_obs, device=device)).cpu().numpy()
-            final = info["final_info"]  # the info of each env's last step: x_pos and flag_get say how far it got
-            for i in np.flatnonzero(final["_episode"]):
-                episodes.append((step, float(final["episode"]["r"][i]), int(final["episode"]["l"][i]),
-                                 int(final["x_pos"][i]), bool(final["flag_get"][i])))
-    with torch.inference_mode():
-        last_value = agent.get_value(torch.as_tensor(next_obs, device=device)).cpu().numpy()
-    return next_obs, last_value, episodes
-
-
-# Copied from common.ppo.compute_gae
-def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, gae_lambda: float) -> np.ndarray:
-    """Generalized Advantage Estimation over a rollout, backwards in time. NumPy arrays of shape [T] (or [T, N]).
-
-    dones[t] = 1 where an episode ended at step t, by termination or truncation: no advantage flows back
-    across it. final_values[t], read only there, is the V(s_{t+1}) the return should see, as the rollout set it:
-    0 after a termination, V(final observation) after a truncation. last_value = V(s_T), the state after the
-    rollout's last step.
-    """
-    # V(s_{t+1}) for every step: the next row's value, last_value after the last row, final_values at ends.
-    next_values = np.where(dones == 1, final_values, np.concatenate([values[1:], [last_value]]))
-    advantages = np.zeros_like(rewards)
-    last_gae = 0.0
-    for t in reversed(range(len(rewards))):
-        # delta_t = r_t + gamma * V(s_{t+1}) - V(s_t)                              (paper eq. 12)
-        delta = rewards[t] + gamma * next_values[t] - values[t]
-        # A_t = delta_t + gamma * lambda * A_{t+1}, cut at episode ends            (paper eq. 11)
-        last_gae = delta + gamma * gae_lambda * (1.0 - dones[t]) * last_gae
-        advantages[t] = last_gae
-    return advantages
-
-
-# Copied from common.ppo.clipped_surrogate_loss
-def clipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip_coef: float) -> torch.Tensor:
-    """-L^CLIP, to minimize. L^CLIP = E[min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t)]      (paper eq. 7)
-
-    The min makes it a pessimistic bound: once the ratio r_t has moved past 1 + eps (A > 0) or below 1 - eps
-    (A < 0), the clipped term is the smaller one and its gradient is zero (the flat parts of Figure 1). That takes
-    away the incentive to move r_t further, not the move itself: a step taken for other samples can still carry
-    it past the range.
-    """
-    unclipped = ratio * advantages
-    clipped = torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef) * advantages
-    return -torch.min(unclipped, clipped).mean()
-
-
-def minibatches(batch_size: int, minibatch_size: int, count: int, device: torch.device):
-    """`count` minibatches of indices into the rollout: passes over it, each in a fresh random order, every
-    sample used once per pass (Spinning Up takes each step on the whole batch; a minibatch step costs a fraction
-    of that)."""
-    for i in range(count):
-        if i % (batch_size // minibatch_size) == 0:
-            order = torch.randperm(batch_size, device=device).split(minibatch_size)
-        yield order[i % len(order)]
-
-
-# Copied from common.distributed.step_network
-def step_network(optimizer: optim.Optimizer, loss: torch.Tensor, parameters, args: Args) -> None:
-    """One gradient step of one network (its `parameters`) on `loss`."""
-    parameters = list(parameters)  # (read twice below: a generator such as agent.parameters() would run dry)
-    optimizer.zero_grad()
-    loss.backward()
-    # Several ranks: average the gradients over them, so that every rank takes the same step, the one a single
-    # process holding all world_size x N x T samples would take (all but the advantages' normalization, which
-    # each rank does over its own minibatch).
-    all_ranks_mean_grads(parameters, args)
-    # Global grad-norm clipping: one norm over all the network's parameters together, rescaled to at most
-    # max_grad_norm, so one bad minibatch cannot make a huge step ([37] detail 11).
-    nn.utils.clip_grad_norm_(parameters, args.max_grad_norm)
-    optimizer.step()
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Training: the PPO loop
-# ---------------------------------------------------------------------------------------------------------
-
-
-def train(args: Args, ckpt: Optional[dict]) -> None:
-    rank, device = setup_distributed(args)  # under torchrun: this process's rank and its device
-    args.batch_size = args.num_envs * args.num_steps
-    # global_step counts the steps of all ranks: each update consumes world_size rollouts.
-    args.num_iterations = args.total_timesteps // (args.batch_size * args.world_size)
-    seed_everything(args, rank, device)  # each rank's generators seeded with seed + rank
-    run_dir = run_folder(args)  # runs/<level>__<exp-name>__<seed>__<time>/, or the resumed run's own
-    videos = videos_folder(args, run_dir)  # where --capture-video records (a resumed run: a folder of its own)
-
-    with make_env(args) as env:  # one env, to read the spaces off and refuse a bad --env-id early
-        agent = Agent(env, args.hidden_size, use_bf16(args, device)).to(device)
-    envs = make_envs(args)
-    # eps 1e-5 instead of Adam's default 1e-8, as in the reference implementations ([37] detail 3): it bounds
-    # the step lr * m / (sqrt(v) + eps) where a gradient has been near zero, so such a weight cannot jump.
-    # Two optimizers, one per network ([SU]): each network's step size adapts to its own loss alone.
-    optimizers = Optimizers(
-        pi=adam(agent.actor_parameters(), lr=args.learning_rate, eps=1e-5),
-        vf=adam(agent.critic_parameters(), lr=args.vf_learning_rate, eps=1e-5),
-    )
-    # A new run starts at step 0, annealing from 1; --resume restores the weights, the optimizers' states, this
-    # rank's random generators, the step count and the annealing schedule. Every rank takes rank 0's weights.
-    global_step, start_iteration, schedule = restore_run(args, ckpt, agent, optimizers, device, rank)
-    log = RunLog(args, run_dir, device, global_step, rank)  # the run folder: TensorBoard, the progress bar, SPS
-    checkpoint_path = os.path.join(run_dir, "checkpoint.pt")
-    rollout = Rollout(args.num_steps, args.num_envs, envs.single_observation_space.shape)
-
-    # Env i of rank r starts from seed + r N + i; a resumed run starts fresh episodes, seeded from the seed and
-    # the step count.
-    next_obs, _ = envs.reset(seed=args.seed + rank * args.num_envs + global_step)
-
-    # Ctrl-C asks for a clean stop: at the next rollout step or minibatch, the checkpoint of the last complete
-    # update (the snapshot, taken after every update) is saved and the script exits.
-    stopper = Stopper(args, rank, device)
-    stopper.snapshot = checkpoint_state(args, agent, optimizers, global_step, start_iteration - 1, schedule)
-
-    for iteration in range(start_iteration, args.num_iterations + 1):
-        # Linear annealing ([37] detail 4): lr_i = alpha_i * learning_rate, alpha_i = 1 - (i - 1) / num_iterations
-        # falling from 1 toward 0 (Table 5's alpha). The scale is 1, but in a run resumed with a larger
-        # --total-timesteps, where it makes alpha go on from its last value (resumed_schedule): never up.
-        frac = schedule["scale"] * (1.0 - (iteration - 1) / args.num_iterations)
-        if args.anneal_lr:
-            optimizers["pi"].param_groups[0]["lr"] = frac * args.learning_rate
-            optimizers["vf"].param_groups[0]["lr"] = frac * args.vf_learning_rate
-
-        # --- Rollout: run the current policy pi_old for T steps in each of the N envs -----------------------
-        next_obs, last_value, episodes = collect_rollout(envs, agent, next_obs, rollout, stopper.check)
-        if stopper.stopped:
-            break
-        for step, episodic_return, length, x_pos, flag_get in episodes:  # rank 0's episodes
-            at_step = global_step + (step + 1) * args.num_envs * args.world_size
-            log.episode(episodic_return, length, at_step)
-            log.scalar("charts/x_pos", x_pos, at_step)  # how far Mario got (the flag is at about 3160)
-            log.scalar("charts/flag_get", float(flag_get), at_step)
-        global_step += args.batch_size * args.world_size
-
-        # --- Advantages: computed once per rollout, from the value function that collected it -------------
-        advantages = compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.final_values, last_value,
-                                 args.gamma, args.gae_lambda)
-        returns = advantages + rollout.values  # the value targets: V^targ_t = A_t + V(s_t)
-        # Flatten [T, N] into one batch of N*T samples: after GAE, the order of the samples no longer matters.
-        b_obs, b_actions, b_logprobs, b_advantages, b_returns = (
-            torch.as_tensor(x, device=device).flatten(0, 1)
-            for x in (rollout.obs, rollout.actions, rollout.logprobs, advantages, returns)
-        )
-        b_obs = agent.inputs(b_obs)  # scaled once here, for all the steps of both networks below
-
-        # --- Update the policy: up to train_pi_iters gradient steps on L^CLIP + c2 S, stopped by the KL ----
-        clipfracs, stop_iter = [], args.train_pi_iters
-        for i, mb in enumerate(minibatches(args.batch_size, args.minibatch_size, args.train_pi_iters, device)):
-            if stopper.check():  # Ctrl-C
-                break
-            _, newlogprob, entropy = agent.get_action(b_obs[mb], b_actions[mb])
-            # r_t(theta) = pi(a_t|s_t) / pi_old(a_t|s_t), computed as exp(log pi - log pi_old): a ratio
-            # of two small probabilities is numerically fragile, a difference of logs is not. b_logprobs is
-            # log pi_old, recorded in the rollout: it stays fixed through all the policy's steps while pi moves.
-            logratio = newlogprob - b_logprobs[mb]
-            ratio = logratio.exp()
-            with torch.no_grad():
-                # KL[pi_old || pi] estimators (http://joschu.net/blog/kl-approx.html).
-                kl = torch.stack([(-logratio).mean(), ((ratio - 1) - logratio).mean()])
-                # Early stop ([SU]): once pi has drifted this far from pi_old, further steps on the same data
-                # would take it past where the samples say anything. Checked before each step, on the mean
-                # over the ranks (they must all stop at the same step). Spinning Up's differs: its steps are
-                # whole-rollout steps, and it measures the KL over the whole rollout with k1 = mean(log pi_old -
-                # log pi). Here the steps are minibatch steps, and the KL is measured on the minibatch about to
-                # be stepped on, which this step's forward pass has computed anyway: the whole rollout's would
-                # cost one more forward pass over all N x T samples for each of up to 160 steps. On 256 samples
-                # k1 is noisy and can be negative; k3 = mean((r - 1) - log r) is never negative and has less
-                # variance (http://joschu.net/blog/kl-approx.html).
-                old_approx_kl, approx_kl = all_ranks_mean(kl, args)
-                if args.target_kl is not None and approx_kl > 1.5 * args.target_kl:
-                    stop_iter = i
-                    break
-                clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())  # (read once, at the log)
-
-            mb_advantages = b_advantages[mb]
-            if args.norm_adv:
-                mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
-            pg_loss = clipped_surrogate_loss(ratio, mb_advantages, args.clip_coef)
-            entropy_loss = entropy.mean()
-            # L^{CLIP+S} = L^CLIP + c2 S is maximized; we minimize its negative (eq. 9 without the value term)
-            loss = pg_loss - args.ent_coef * entropy_loss
-            step_network(optimizers["pi"], loss, agent.actor_parameters(), args)
-
-        # --- Update the value function: train_v_iters gradient steps on its squared error --------------------
-        for mb in minibatches(args.batch_size, args.minibatch_size, args.train_v_iters, device):
-            if stopper.check():  # Ctrl-C
-                break
-            # L^VF = (V(s_t) - V^targ_t)^2, halved so its gradient is the plain error              (eq. 9)
-            v_loss = 0.5 * ((agent.get_value(b_obs[mb]) - b_returns[mb]) ** 2).mean()
-            step_network(optimizers["vf"], v_loss, agent.critic_parameters(), args)
-        if stopper.stopped:
-            break
-
-        # --- Logging: the losses are the last minibatch's (clipfrac: the mean over the policy's steps); the KL
-        # estimates, the last ones checked (if the policy stopped early, those of the step it did not take).
-        log.update(global_step, args.batch_size * args.world_size, {
-            "charts/learning_rate": optimizers["pi"].param_groups[0]["lr"], "losses/value_loss": v_loss.item(),
-            **({"losses/policy_loss": pg_loss.item(), "losses/entropy": entropy_loss.item(),  # (no step: no loss)
-                "losses/old_approx_kl": old_approx_kl.item(), "losses/approx_kl": approx_kl.item(),
-                "losses/clipfrac": np.mean(torch.stack(clipfracs).tolist())} if stop_iter > 0 else {}),
-            "losses/explained_variance": explained_variance(returns, rollout.values),
-            "losses/stop_iter": stop_iter,  # policy steps taken ([SU]'s StopIter)
-        })
-
-        # --- Evaluation of the policy, on an env of its own ------------------------------------------------
-        last = iteration == args.num_iterations
-        if args.eval_every and (last or iteration % args.eval_every == 0):
-            flag_rate = (evaluate_and_log(args, agent, log, videos, global_step, stopper) if rank == 0
-                         else stopper.wait_for_rank_0())  # (the other ranks wait for it: no flag rate, None)
-            if args.target_flag_rate is not None:  # the level cleared often enough: this update is the last
-                reached = flag_rate is not None and flag_rate >= args.target_flag_rate
-                # (rank 0 evaluated; the ranks end at the same update, so it tells them)
-                last = last or all_ranks_mean(torch.tensor(float(reached), device=device), args).item() > 0
-                if reached:
-                    tqdm.tqdm.write(f"--target-flag-rate {args.target_flag_rate} reached: the run ends here")
-
-        # --- Checkpoint -------------------------------------------------------------------------------------
-        stopper.snapshot = checkpoint_state(args, agent, optimizers, global_step, iteration, schedule)  # (every rank)
-        if rank == 0 and (last or (args.checkpoint_every and iteration % args.checkpoint_every == 0)):
-            save_checkpoint(checkpoint_path, stopper.snapshot)
-        if last:
-            break
-
-    end_of_run(log, envs, checkpoint_path, stopper)
-
-
-# =========================================================================================================
-# The rest is plumbing, skippable on a first read: device and process settings, bad-input checks, run folders
-# and logging, Ctrl-C, checkpoints and resume, evaluation and play, the --help texts
-# and torchrun and precision (nothing of PPO, which is all above)
-# =========================================================================================================
-
-
 # On a GPU, torch.use_deterministic_algorithms(True) lets cuBLAS multiply matrices only with a fixed workspace,
 # and raises on the first matmul without one. cuBLAS reads this when CUDA starts: it is set here, as the script is
 # imported, before anything touches CUDA.
@@ -876,6 +788,18 @@ def make_worker_env(args: Args) -> gym.Env:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         cv2.setNumThreads(1)  # one worker per env already: OpenCV's own threads would only compete
     return make_env(args)
+
+
+def checked_env(args: Args):
+    """The NES emulator of --env-id at level --world-stage, or one line and exit 2 where the game or the level is
+    not there."""
+    if args.env_id not in GAMES:
+        fail(f"--env-id {args.env_id!r} is not a Super Mario Bros game; this script plays {' or '.join(GAMES)} "
+             "(the level comes from --world and --stage; for Atari games use ppo_breakout_atari.py)")
+    try:
+        return gym_super_mario_bros.SuperMarioBrosEnv(lost_levels=GAMES[args.env_id], target=(args.world, args.stage))
+    except ValueError as e:  # a level the game (or the library) does not have
+        fail(f"{args.env_id} has no level --world {args.world} --stage {args.stage} to start at ({e})")
 
 
 # Copied from common.cli.fail
@@ -1163,6 +1087,79 @@ class Stopper:
         evaluation found is rank 0's alone)."""
         while self.meet(evaluating=False):
             pass
+
+
+# Copied from common.distributed.Run with optimizer->optimizers, optim.Optimizer->Optimizers
+class Run:
+    """common.runs.Run's twin for the scripts that can train under torchrun: what train() needs that is not PPO,
+    behind a few calls. Here it also holds the processes (ranks, one a GPU or a share of the CPU) that torchrun
+    starts, each running N envs and averaging its gradients with the others, and Ctrl-C stops mid-update: check(),
+    called at every rollout step and before every gradient step, saves the last complete update and ends the run."""
+
+    def __init__(self, args: Args, ckpt: Optional[dict]):
+        self.args, self.ckpt = args, ckpt
+        self.rank, self.device = setup_distributed(args)  # under torchrun: this process's rank and its device
+        # the envs stepped together, N on each rank: global_step counts the steps of them all
+        self.parallel_envs = args.num_envs * args.world_size
+        seed_everything(args, self.rank, self.device)  # each rank's generators seeded with seed + rank
+        self.dir = run_folder(args)  # runs/<env-id>__<exp-name>__<seed>__<time>/, or the resumed run's own
+        # where --capture-video records (a resumed run: a folder of its own); None without it
+        self.videos = videos_folder(args, self.dir) if args.capture_video else None
+
+    def start(self, agent: nn.Module, optimizers: Optimizers) -> tuple[int, int, RunLog]:
+        """(global_step, first update, log): 0 and 1 for a new run; for a resumed one the checkpoint's, with the
+        weights, the optimizers's state, this rank's random generators and the annealing schedule restored. Every
+        rank takes rank 0's weights. Opens the log (rank 0 writes it) and takes the first snapshot for Ctrl-C."""
+        self.agent, self.optimizers = agent, optimizers
+        global_step, start_iteration, self.schedule = restore_run(self.args, self.ckpt, agent, optimizers, self.device,
+                                                                  self.rank)
+        self.log = RunLog(self.args, self.dir, self.device, global_step, self.rank)
+        self.checkpoint_path = os.path.join(self.dir, "checkpoint.pt")
+        self.stopper = Stopper(self.args, self.rank, self.device)
+        self.stopper.snapshot = checkpoint_state(self.args, agent, optimizers, global_step, start_iteration - 1,
+                                                 self.schedule)
+        self.global_step = global_step
+        return global_step, start_iteration, self.log
+
+    def first_observation(self, envs) -> np.ndarray:
+        """Reset the envs for the first rollout: env i of rank r seeded from seed + r N + i and the step count (a
+        resumed run starts fresh episodes, not the ones it started with)."""
+        self.vector_env = envs  # (closed by close())
+        obs, _ = envs.reset(seed=self.args.seed + self.rank * self.args.num_envs + self.global_step)
+        return obs
+
+    def alpha(self, iteration: int) -> float:
+        """Table 5's alpha for update `iteration`: 1 - (i - 1) / num_iterations, falling from 1 toward 0. In a run
+        resumed with a larger --total-timesteps the schedule's scale makes it go on from its last value over the
+        added updates, never up (resumed_schedule); in every other run the scale is 1."""
+        return self.schedule["scale"] * (1.0 - (iteration - 1) / self.schedule["num_iterations"])
+
+    def check(self) -> None:
+        """Ctrl-C, under torchrun on any rank (the ranks agree on it: Stopper): save the last complete update and
+        end the run now (exit 130). Called between rollout steps and before gradient steps."""
+        if self.stopper.check():
+            self.close()
+
+    def evaluate(self, agent: nn.Module, global_step: int):
+        """evaluate_and_log on rank 0 (what it returns), while the other ranks wait for it (None)."""
+        if self.rank == 0:
+            return evaluate_and_log(self.args, agent, self.log, self.videos, global_step, self.stopper)
+        return self.stopper.wait_for_rank_0()
+
+    def after_update(self, iteration: int, global_step: int, last: bool = False) -> None:
+        """The end of update `iteration` (`last`: the run ends after it): the snapshot a Ctrl-C would save, taken on
+        every rank; rank 0 saves it every --checkpoint-every updates and after the last."""
+        self.global_step = global_step
+        self.stopper.snapshot = checkpoint_state(self.args, self.agent, self.optimizers, global_step, iteration,
+                                                 self.schedule)
+        every = self.args.checkpoint_every
+        if self.rank == 0 and (last or iteration == self.args.num_iterations or (every and iteration % every == 0)):
+            save_checkpoint(self.checkpoint_path, self.stopper.snapshot)
+
+    def close(self) -> None:
+        """End the run: end_of_run (a Ctrl-C's checkpoint, the log and the envs closed, the process group left; exit
+        130 after a Ctrl-C)."""
+        end_of_run(self.log, self.vector_env, self.checkpoint_path, self.stopper)
 
 
 # Copied from common.distributed.end_of_run
@@ -1506,14 +1503,16 @@ def one_line_help(cls: type) -> type:
     """Hand tyro each field's docstring as one line, which --help wraps to the terminal's width. tyro keeps the
     line breaks of a docstring whose continuation lines are indented (it joins only lines that start with a
     letter), so --help would break its lines where the source does, mid-sentence. It reads a dataclass field's
-    "help" metadata before the docstring: that is where the joined text goes. Returns cls."""
+    "help" metadata before the docstring: that is where the joined text goes. The fields cls inherits (Args's from
+    Hyperparameters) are read in their own class's source. Returns cls."""
     if cls.__dict__.get("help_joined"):  # (once per process: reading the source takes tens of milliseconds)
         return cls
-    body = ast.parse(inspect.getsource(cls)).body[0].body
-    for node, doc in zip(body, body[1:]):
-        if isinstance(node, ast.AnnAssign) and isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant):
-            field = cls.__dataclass_fields__[node.target.id]
-            field.metadata = {**field.metadata, "help": " ".join(doc.value.value.split())}
+    for klass in [k for k in cls.__mro__ if dataclasses.is_dataclass(k)]:
+        body = ast.parse(inspect.getsource(klass)).body[0].body
+        for node, doc in zip(body, body[1:]):
+            if isinstance(node, ast.AnnAssign) and isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant):
+                field = cls.__dataclass_fields__[node.target.id]
+                field.metadata = {**field.metadata, "help": " ".join(doc.value.value.split())}
     cls.help_joined = True
     return cls
 

@@ -1,89 +1,78 @@
-"""PPO on Pendulum-v1: a Gaussian policy for continuous actions, and the paper's two objectives side by side.
+"""PPO on Pendulum-v1: a Gaussian policy for continuous actions, and the paper's objectives side by side.
 
 What this lesson teaches
-    Continuous actions: the policy is a diagonal Gaussian pi(a|s) = N(mu(s), sigma^2), its mean from a tanh
-    MLP and its log-std a learned vector of its own (one per action dimension, independent of the state), so
-    log pi(a|s) is a sum over action dimensions. The two objectives the paper compares, chosen with
-    `--objective`: the clipped surrogate L^CLIP (eq. 7), and the KL-penalized surrogate L^KLPEN (eq. 8) whose
-    coefficient beta adapts after every update to keep KL[pi_old || pi] near a target (section 4); the KL
-    between two Gaussians is computed exactly. A third, `--objective none`, is the plain surrogate L^CPI (eq. 6)
-    that both constrain: Table 1's baseline, and the reason they exist (benchmarks/mujoco_grid.py runs the
-    paper's comparison on its MuJoCo tasks, which this script trains on unchanged). And the normalization continuous-control PPO relies on:
-    observations standardized by running statistics, rewards divided by the running std of the discounted
-    return, both kept in the checkpoint so that a reloaded agent sees its inputs as it was trained on them.
+    Continuous actions: a diagonal Gaussian policy pi(a|s) = N(mu(s), sigma^2), mu from an MLP, log sigma a learned
+    vector. The paper's objectives (`--objective`): L^CLIP (eq. 7), L^KLPEN (eq. 8) with its adaptive beta
+    (section 4), and the unconstrained L^CPI (eq. 6). And continuous control's normalization: of the
+    observations, and of the rewards by the return's spread.
+
+The loop (each line names the function below that does it)
+    for each update, the learning rate annealed linearly toward 0:                train()
+        run pi_old for T steps in N envs, a_t ~ N(mu(s_t), sigma^2)               collect_rollout()
+        rewards divided by the running std of the discounted return               RewardScaler.scale()
+        advantages A_t by GAE, value targets V^targ_t = A_t + V(s_t)              compute_gae()
+        for K epochs, for each shuffled minibatch:
+            log pi(a_t|s_t), S, V(s_t); r_t = pi / pi_old                         Agent.get_action_and_value()
+            clip: -L^CLIP                                                         clipped_surrogate_loss()
+            kl: -L^KLPEN, with the exact KL                                       kl_penalty_loss(), gaussian_kl()
+            none: -L^CPI                                                          unclipped_surrogate_loss()
+            loss = that + c1 L^VF - c2 S; one Adam step, gradient norm clipped    train()
+        kl: beta halved or doubled when the KL strays from d_targ                 adapt_kl_beta()
+        the observations join the running mean and variance                      RunningMeanStd.update()
 
 What you should see
-    The return (mean of the last 20 training episodes, 3 seeds), clip / kl: -1193 / -1211 at 10k steps, -295 /
-    -400 at 50k, -173 / -182 at 100k, -178 / -175 at the end (300k steps, 38 / 41 s a seed on 2 CPU cores,
-    start-up and evaluations included). A healthy update, as logged (5th-95th percentile of each seed's 146
-    updates), clip / kl: approx_kl 0.0014-0.015 / 0.0017-0.052 (median 0.005 / 0.0099, d_targ 0.01),
-    clipfrac 0.014-0.14 / 0.007-0.18 (kl clips nothing: it counts), explained_variance 0.85-0.995 / 0.84-0.994,
-    entropy from 0.5 ln(2 pi e) = 1.42 (sigma 1; kl up to 1.5 first) to 0.32-0.59 / 0.69-1.07 in the second
-    half, value_loss 0.0001-0.008 / 0.0001-0.01 (in units of the scaled return).
-    The defaults: lambda 0.95, 10 epochs, learning rate 1e-3, clip 0.2 and no entropy bonus are SB3 zoo's for
-    Pendulum-v1 (which adds gSDE, on 4 envs x 1024 steps); gamma 0.98 is this lesson's sweep's pick (-200 met
-    on every seed, where the zoo's 0.9 met it on none); d_targ 0.01 is one of the paper's three (section 4);
-    beta starts at 1 (the paper finds the start unimportant: the rule soon adjusts it). The commands behind
-    every figure, and the runs they read: benchmarks/README.md, "What a healthy run looks like"; the sweep:
-    its "Why these hyperparameters".
+    The return (the mean of the last 20 episodes) climbs from about -1200 to about -180 by 100,000 steps with
+    either objective and stays there; the 300,000-step run takes about 40 seconds on 2 CPU cores. A healthy
+    update moves pi a little: approx_kl below about 0.015 with the clip, its median at d_targ = 0.01 with the
+    penalty; the entropy falls below its starting 1.42 (sigma = 1).
+    Curves: benchmarks/results/ppo_pendulum_continuous.png; every range: benchmarks/README.md, "What a healthy
+    run looks like".
 
-Try this (Table 1's Hopper-v5, 5 seeds each against the default's 10: the shift in the final return from the clipped
-objective's with its 95% interval, and the verdict of the study's Holm-corrected tests)
-    python -m benchmarks.ablations hopper --settings none-here --seeds 1 2 3 4 5  # -2284.7 [-2634.4, -1935.0], hurts
-    python -m benchmarks.ablations hopper --settings no-norm-reward --seeds 1 2 3 4 5  # -800.2 [-1214.0, -386.4], not detected (could detect 880.6)
-    python -m benchmarks.ablations hopper --settings shared-trunk --seeds 1 2 3 4 5  # -1083.5 [-1910.1, -256.9], not detected (could detect 1976.3)
+Try this (predict, then run; "Measured": Hopper-v5 at Table 1's flags, 5 seeds against the default's 10: the final
+return's shift, 95% interval, Holm-corrected verdict)
+    python -m benchmarks.ablations hopper --settings none-here --seeds 1 2 3 4 5
+        Predict: `--objective none` ascends L^CPI = E[r_t A_t] unconstrained for 10 epochs. As well as the clip?
+        Answer: far worse: nothing stops the epochs pushing pi past where pi_old's samples say anything.
+        Measured: -2284.7 [-2634.4, -1935.0], hurts
+    python -m benchmarks.ablations hopper --settings no-norm-reward --seeds 1 2 3 4 5
+        Predict: unscaled, the value targets are Hopper's returns in its own units. Worse?
+        Answer: not detected, though the interval lies below 0: scaling keeps the critic's targets near 1.
+        Measured: -800.2 [-1214.0, -386.4], not detected (could detect 880.6)
+    python -m benchmarks.ablations hopper --settings shared-trunk --seeds 1 2 3 4 5
+        Predict: actor and critic share their hidden layers, as CartPole's do. Better or worse?
+        Answer: not detected, though the interval lies below 0: the two losses pull shared features apart.
+        Measured: -1083.5 [-1910.1, -256.9], not detected (could detect 1976.3)
 
 Differs from ppo_lunarlander_vec.py in:
-    - Agent: the actor outputs the mean of a Gaussian and owns a state-independent log-std; actions are
-      sampled, stored and scored unclipped, and ClipAction clips them to the env's bounds only when stepping
-    - `--objective clip|kl|none`: L^CLIP, or L^KLPEN with the adaptive beta of section 4 (`--kl-target`,
-      `--kl-beta-init`, `--no-kl-adaptive` for a fixed beta), or neither (L^CPI); the exact mean KL d of every
-      update is logged (losses/kl) for all three, and beta (charts/kl_beta)
-    - observation normalization (`RunningMeanStd` buffers inside the Agent) and reward scaling (`RewardScaler`),
-      both updated between rollouts and saved in the checkpoint; `--no-norm-obs`, `--no-norm-reward`
-    - hyperparameters for a swing-up task of 200-step episodes: 8 envs x 256 steps, gamma 0.98, lambda 0.95,
-      minibatches of 256, 10 epochs, no entropy bonus, and the value loss unclipped (`--clip-vloss` to clip it)
-    - `make_env` casts float64 observations (MuJoCo's) to float32; 20 evaluation episodes
+    - Agent: a Gaussian, a state-independent log-std; ClipAction clips actions for the env only
+    - `--objective clip|kl|none`, `--kl-target`, `--kl-beta-init`, `--no-kl-adaptive`; losses/kl
+    - `RunningMeanStd` and `RewardScaler`, both checkpointed
+    - Pendulum's hyperparameters and 20 evaluation episodes; the value loss unclipped
+    - `make_env` casts MuJoCo's float64 observations to float32
 
 Deliberately left out, and the script that has each:
-    - a discrete (categorical) policy                          -> ppo_lunarlander_vec.py
-    - pixels, a CNN, torch.distributed                         -> ppo_breakout_atari.py
-    - state-dependent std, tanh-squashed actions, gSDE: extensions of the paper's Gaussian, not needed here
+    - discrete actions -> ppo_lunarlander_vec.py; pixels, a CNN, torch.distributed -> ppo_breakout_atari.py
+    - state-dependent std, tanh squashing, gSDE: extensions of the paper's Gaussian
 
 Usage
-    python ppo_pendulum_continuous.py                         # train: 300k steps, about 40 s on 2 CPUs
-    python ppo_pendulum_continuous.py --objective kl          # the adaptive KL penalty instead of clipping
-    python ppo_pendulum_continuous.py --objective kl --no-kl-adaptive --kl-beta-init 3   # fixed beta
-    python ppo_pendulum_continuous.py --objective none        # neither: the unconstrained surrogate
-    # the paper's MuJoCo settings (Table 3: horizon 2048, Adam 3e-4, 10 epochs, minibatch 64, gamma 0.99,
-    # lambda 0.95), on any of its 7 tasks (v5 here; the paper ran v1):
-    python ppo_pendulum_continuous.py --env-id Hopper-v5 --total-timesteps 1000000 --num-envs 1 \
-        --num-steps 2048 --learning-rate 3e-4 --update-epochs 10 --minibatch-size 64 --gamma 0.99 --gae-lambda 0.95
-    python ppo_pendulum_continuous.py --resume runs/<run>/checkpoint.pt --total-timesteps 500000
-    python ppo_pendulum_continuous.py --play runs/<run>/checkpoint.pt --episodes 20 --capture-video
+    python ppo_pendulum_continuous.py                         # train
+    python ppo_pendulum_continuous.py --objective kl          # or none
+    python ppo_pendulum_continuous.py --env-id Hopper-v5      # or another MuJoCo task
+    python ppo_pendulum_continuous.py --play runs/<run>/checkpoint.pt --capture-video   # watch the trained policy
     tensorboard --logdir runs
 
 References
-    [PPO] Schulman et al. 2017, Proximal Policy Optimization Algorithms, arXiv:1707.06347 (eqs. 7-9, 11, 12,
-          section 4 for the adaptive KL coefficient, Table 1 for the comparison of the objectives)
+    [PPO] Schulman et al. 2017, Proximal Policy Optimization Algorithms, arXiv:1707.06347
     [GAE] Schulman et al. 2016, High-Dimensional Continuous Control Using GAE, arXiv:1506.02438
     [TL]  Pardo et al. 2018, Time Limits in Reinforcement Learning, arXiv:1712.00378
-    [37]  Huang et al. 2022, The 37 Implementation Details of Proximal Policy Optimization (ICLR blog track),
-          the 9 details for continuous actions
+    [37]  Huang et al. 2022, The 37 Implementation Details of Proximal Policy Optimization (ICLR blog track);
+          its 9 continuous details
 """
 
-import ast
-import collections
-import dataclasses
+from __future__ import annotations
+
 import functools
-import inspect
 import math
-import multiprocessing
-import os
-import random
-import signal
-import sys
-import time
 from dataclasses import dataclass
 from typing import Literal, Optional
 
@@ -92,19 +81,14 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.optim as optim
-import tqdm
-import tyro
-from torch.utils.tensorboard import SummaryWriter
 
-# A "# Copied from common.<module>.<Name>" line marks a checked copy: the original is <Name> in common/<module>.py,
-# shared word for word with the other scripts that need it; `python -m common.check_copies` fails when a copy
-# drifts from it, and `--fix` rewrites the copy.
-
-SCRIPT = os.path.basename(__file__)
+# "# Copied from common.<module>.<Name>": a copy of common/<module>.py's <Name>, checked by common.check_copies.
 
 
 @dataclass
-class Args:
+class Hyperparameters:
+    """PPO's hyperparameters, each a flag (--learning-rate 1e-3); Args, below the fence, adds the run's flags."""
+
     # --- environment ---
     env_id: str = "Pendulum-v1"
     """Gymnasium id of the environment: it needs a Box (continuous) action space and a flat Box observation of
@@ -113,9 +97,6 @@ class Args:
     """environment steps to train for, summed over all environments"""
     num_envs: int = 8
     """N, environments stepped together; each rollout holds N x T transitions"""
-    vectorization_mode: Literal["sync", "async"] = "sync"
-    """sync: step the N envs one after another in this process; async: one process per env, stepped in parallel (pays
-    off when an env step costs more than sending its data between processes, and there are cores to run them on)"""
 
     # --- PPO hyperparameters (same order in every script) ---
     learning_rate: float = 1e-3
@@ -161,18 +142,13 @@ class Args:
     kl_adaptive: bool = True
     """adapt beta to --kl-target after every update (section 4); --no-kl-adaptive keeps beta fixed at
     --kl-beta-init, the paper's fixed-penalty baseline"""
-    # Off here: with the rewards scaled, V moves far less than 10 per update; with --clip-vloss the clip never acted in
-    # benchmarks/README.md's records (losses/vf_clipfrac 0 at every update: Pendulum's seed 1 with either objective,
-    # all 2440 of Hopper's study), and a range small enough to act would be one more hyperparameter to tune.
     clip_vloss: bool = False
     """clip the value loss too: once V is more than --vf-clip-coef away from the V that collected the data, the loss
     stops rewarding a further move"""
-    vf_clip_coef: float = 10.0  # the targets are the scaled returns (--norm-reward)
+    vf_clip_coef: float = 10.0
     """the value clip range (--clip-vloss), in units of the value targets; losses/vf_clipfrac logs how often V moved
     past it"""
-    # 0, as in CleanRL's and baselines' continuous-action settings: with a state-independent std the bonus only pushes
-    # sigma up.
-    ent_coef: float = 0.0
+    ent_coef: float = 0.0  # S depends on sigma alone: a bonus would only widen pi
     """c2, weight of the entropy bonus S (eq. 9): rewards keeping pi spread out, so it keeps exploring (usual 0-0.01)"""
     vf_coef: float = 0.5
     """c1, weight of the value loss in eq. 9's sum, here of the halved squared error (see the loss in train()). With
@@ -187,7 +163,457 @@ class Args:
     hidden_size: int = 64
     """width of the two hidden layers of the actor (the Gaussian's mean) and of the critic"""
 
-    # --- running the script (not PPO) ---
+
+
+# --- The environment -----------------------------------------------------------------------------------------
+
+
+def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None) -> gym.Env:
+    """The wrapper stack. RecordEpisodeStatistics reports each finished episode in info["episode"]."""
+    env = checked_env(args, render_mode="rgb_array" if video_folder else None)  # gym.make, refusing bad ids
+    if env.observation_space.dtype != np.float32:  # MuJoCo's float64
+        space = env.observation_space
+        float32_space = gym.spaces.Box(space.low.astype(np.float32), space.high.astype(np.float32), dtype=np.float32)
+        env = gym.wrappers.TransformObservation(env, lambda obs: obs.astype(np.float32), float32_space)
+    if video_folder:
+        env = record_video(env, video_folder, video_trigger)
+    # ClipAction: the Gaussian is unbounded, the env is not. Only the env sees the action clipped ([37] continuous
+    # detail 5): log pi is of the action pi drew.
+    return gym.wrappers.RecordEpisodeStatistics(gym.wrappers.ClipAction(env))
+
+
+# Copied from common.envs.make_envs
+def make_envs(args: Args) -> gym.vector.VectorEnv:
+    """N copies of make_env in one vector env. An env that ends is reset by the vector env: by default (gymnasium
+    >= 1.0) on the NEXT step, a "transition" that must not be trained on; SAME_STEP resets it within the step
+    that ended it, so every step is a real transition, the last observation kept in info["final_obs"]."""
+    thunk = functools.partial(make_worker_env, args)
+    if args.vectorization_mode == "sync":
+        return gym.vector.SyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    return gym.vector.AsyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+                                     context=worker_start_method())
+
+
+# --- The agent: the policy and the value function ------------------------------------------------------------
+
+
+# Copied from common.ppo.layer_init
+def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Module:
+    """Orthogonal weights with gain `std`, zero biases ([37] detail 2): an orthogonal matrix keeps its input's
+    length (times the gain), so no layer starts out shrinking or blowing up the signal."""
+    torch.nn.init.orthogonal_(layer.weight, std)
+    torch.nn.init.constant_(layer.bias, bias_const)
+    return layer
+
+
+class RunningMeanStd(nn.Module):
+    """Running mean and variance of all `update` saw. Buffers: saved, not trained."""
+
+    def __init__(self, shape: tuple = ()):
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(shape, dtype=torch.float64))
+        self.register_buffer("var", torch.ones(shape, dtype=torch.float64))
+        self.register_buffer("count", torch.tensor(1e-4, dtype=torch.float64))  # never divide by 0
+
+    @torch.no_grad()
+    def update(self, x: torch.Tensor) -> None:
+        x = x.reshape(-1, *self.mean.shape).to(self.mean)
+        batch_mean, batch_var, batch_count = x.mean(0), x.var(0, unbiased=False), x.shape[0]
+        delta, total = batch_mean - self.mean, self.count + batch_count
+        # Chan et al.'s merge of two batches' statistics
+        self.var.copy_((self.var * self.count + batch_var * batch_count
+                        + delta**2 * self.count * batch_count / total) / total)
+        self.mean.add_(delta * batch_count / total)
+        self.count.copy_(total)
+
+
+class Agent(nn.Module):
+    """pi(a|s) = N(mu(s), diag(sigma^2)), a density over continuous actions, and V(s), each an MLP. log sigma is
+    one learned vector ([37] continuous detail 2), starting at 0: sigma = 1, wide exploration. Both see s
+    standardized by running statistics ([37] continuous details 6, 7), so no input swamps the others by its units.
+    """
+
+    def __init__(self, env: gym.Env, hidden_size: int, norm_clip: Optional[float] = 10.0):
+        super().__init__()
+        obs_size, h, action_size = env.observation_space.shape[0], hidden_size, env.action_space.shape[0]
+        self.norm_clip = norm_clip
+        self.obs_rms = RunningMeanStd(env.observation_space.shape)
+        self.critic = nn.Sequential(
+            layer_init(nn.Linear(obs_size, h)), nn.Tanh(), layer_init(nn.Linear(h, h)), nn.Tanh(),
+            layer_init(nn.Linear(h, 1), std=1.0),
+        )
+        # std 0.01: mu(s) starts near 0, no action preferred ([37] detail 2)
+        self.actor_mean = nn.Sequential(
+            layer_init(nn.Linear(obs_size, h)), nn.Tanh(), layer_init(nn.Linear(h, h)), nn.Tanh(),
+            layer_init(nn.Linear(h, action_size), std=0.01),
+        )
+        self.actor_logstd = nn.Parameter(torch.zeros(action_size))
+
+    def normalize(self, x: torch.Tensor) -> torch.Tensor:
+        """(s - mean) / sqrt(var + 1e-8), clipped to +-norm_clip; the identity if norm_clip is None (--no-norm-obs)."""
+        if self.norm_clip is None:
+            return x
+        std = torch.sqrt(self.obs_rms.var + 1e-8)
+        return ((x - self.obs_rms.mean) / std).clamp(-self.norm_clip, self.norm_clip).to(x.dtype)
+
+    def get_value(self, x: torch.Tensor) -> torch.Tensor:
+        return self.critic(self.normalize(x)).squeeze(-1)
+
+    def get_distribution(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """pi(.|x): its mean and log-std, each [..., action_size]."""
+        mean = self.actor_mean(self.normalize(x))
+        return mean, self.actor_logstd.expand_as(mean)
+
+    def get_action_and_value(self, x: torch.Tensor, action: Optional[torch.Tensor] = None, greedy: bool = False):
+        """The action (`action` if given, else sampled from pi(.|x), or its mean if greedy), log pi(action|x), the
+        entropy H(pi(.|x)) and V(x)."""
+        mean, logstd = self.get_distribution(x)
+        if action is None:
+            action = mean if greedy else mean + logstd.exp() * torch.randn_like(mean)
+        # log N(a; mu, sigma): lower the more sigmas a lies from mu; summed over the independent action dimensions
+        log_prob = (-0.5 * ((action - mean) / logstd.exp()) ** 2 - logstd - 0.5 * math.log(2 * math.pi)).sum(-1)
+        # H = sum_i log(sigma_i sqrt(2 pi e)): the same in every state
+        entropy = (0.5 + 0.5 * math.log(2 * math.pi) + logstd).sum(-1)
+        return action, log_prob, entropy, self.get_value(x)
+
+
+# --- PPO: the rollout, the advantages (GAE) and the losses ---------------------------------------------------
+
+
+class RewardScaler(nn.Module):
+    """Reward scaling ([37] continuous details 8, 9): r_t / sqrt(Var[R] + 1e-8), clipped, where R_t = gamma R_{t-1}
+    + r_t is each env's discounted return so far. V's targets then vary by about 1 whatever the reward units, so
+    one learning rate suits every env. Only divided: subtracting a mean would change what ending early is worth."""
+
+    def __init__(self, num_envs: int, gamma: float):
+        super().__init__()
+        self.gamma = gamma
+        self.return_rms = RunningMeanStd()
+        self.returns = np.zeros(num_envs)
+
+    def update(self, rewards: np.ndarray, dones: np.ndarray) -> None:
+        """A rollout's [T, N] rewards into the running R and its statistics."""
+        returns = np.zeros_like(rewards, dtype=np.float64)
+        for t in range(len(rewards)):
+            self.returns = self.gamma * self.returns + rewards[t]
+            returns[t] = self.returns
+            self.returns = self.returns * (1.0 - dones[t])  # an episode ended: R restarts at 0
+        self.return_rms.update(torch.as_tensor(returns))
+
+    def scale(self, rewards: np.ndarray, dones: np.ndarray, clip: float) -> np.ndarray:
+        """update, then the rewards divided by the std, clipped."""
+        self.update(rewards, dones)
+        std = math.sqrt(self.return_rms.var.item() + 1e-8)
+        return np.clip(rewards / std, -clip, clip).astype(np.float32)
+
+
+class Rollout:
+    """One NumPy array [T, N, ...] per quantity (obs unnormalized), tensors once per update."""
+
+    def __init__(self, num_steps: int, num_envs: int, obs_shape: tuple, action_shape: tuple):
+        self.obs = np.zeros((num_steps, num_envs) + obs_shape, dtype=np.float32)
+        self.actions = np.zeros((num_steps, num_envs) + action_shape, dtype=np.float32)
+        self.logprobs = np.zeros((num_steps, num_envs), dtype=np.float32)
+        self.rewards = np.zeros((num_steps, num_envs), dtype=np.float32)
+        self.dones = np.zeros((num_steps, num_envs), dtype=np.float32)
+        self.values = np.zeros((num_steps, num_envs), dtype=np.float32)
+        self.final_values = np.zeros((num_steps, num_envs), dtype=np.float32)  # V(s_{t+1}) where an episode ended
+
+
+# Copied from common.ppo.collect_rollout
+def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarray, rollout: Rollout):
+    """Run pi_old for T steps in the N envs, filling `rollout`. Returns the observation to go on from, V of it
+    (last_value, for GAE) and the episodes that ended, as (step, return, length)."""
+    device = next(agent.parameters()).device
+    episodes = []
+    for step in range(len(rollout.obs)):
+        rollout.obs[step] = next_obs
+        with torch.inference_mode():  # acting needs no gradients: they are recomputed in the update
+            action, logprob, _, value = agent.get_action_and_value(torch.as_tensor(next_obs, device=device))
+        rollout.actions[step], rollout.logprobs[step], rollout.values[step] = (
+            action.cpu().numpy(), logprob.cpu().numpy(), value.cpu().numpy())
+
+        next_obs, rollout.rewards[step], terminated, truncated, info = envs.step(rollout.actions[step])
+        rollout.dones[step] = terminated | truncated
+        rollout.final_values[step] = 0.0  # terminated: the MDP ended, there is no future reward, V(s_{t+1}) = 0
+        if "final_obs" in info:
+            # Some envs ended here and were reset already (SAME_STEP): next_obs is their new episode's first
+            # observation, info["final_obs"] the one they ended on. Truncated: a time limit cut the episode where
+            # more reward would have come, so bootstrap from V(final observation) ([TL]). Termination wins:
+            # TimeLimit also sets truncated when the episode terminated on the limit step, and then V = 0.
+            bootstrap = truncated & ~terminated
+            if bootstrap.any():
+                final_obs = np.stack(info["final_obs"][bootstrap]).astype(np.float32)
+                with torch.inference_mode():
+                    rollout.final_values[step, bootstrap] = agent.get_value(
+                        torch.as_tensor(final_obs, device=device)).cpu().numpy()
+            stats = info["final_info"]["episode"]
+            for i in np.flatnonzero(info["final_info"]["_episode"]):
+                episodes.append((step, float(stats["r"][i]), int(stats["l"][i])))
+    with torch.inference_mode():
+        last_value = agent.get_value(torch.as_tensor(next_obs, device=device)).cpu().numpy()
+    return next_obs, last_value, episodes
+
+
+# Copied from common.ppo.compute_gae
+def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, gae_lambda: float) -> np.ndarray:
+    """Generalized Advantage Estimation ([GAE]), backwards over a rollout. NumPy arrays [T] (or [T, N]).
+
+    A k-step estimate of A_t sums k rewards, then trusts V: r_t + ... + gamma^(k-1) r_{t+k-1} + gamma^k V(s_{t+k})
+    - V(s_t). Small k leans on V (little variance, but V's bias); large k on the rewards (no bias, much variance).
+    GAE averages them all with weights (1 - lambda) lambda^(k-1): lambda = 0 is the one-step delta_t, lambda = 1
+    the whole return minus V. The average sums to the recursion below.
+
+    dones[t] = 1 where an episode ended at step t: no advantage flows back across it, and final_values[t] is its
+    V(s_{t+1}), 0 after a termination, V(final observation) after a truncation. last_value = V(s_T).
+    """
+    # V(s_{t+1}) for every step: the next row's value, last_value after the last row, final_values at ends.
+    next_values = np.where(dones == 1, final_values, np.concatenate([values[1:], [last_value]]))
+    advantages = np.zeros_like(rewards)
+    last_gae = 0.0
+    for t in reversed(range(len(rewards))):
+        # delta_t = r_t + gamma * V(s_{t+1}) - V(s_t)                              (paper eq. 12)
+        delta = rewards[t] + gamma * next_values[t] - values[t]
+        # A_t = delta_t + gamma * lambda * A_{t+1}, cut at episode ends            (paper eq. 11)
+        last_gae = delta + gamma * gae_lambda * (1.0 - dones[t]) * last_gae
+        advantages[t] = last_gae
+    return advantages
+
+
+# Copied from common.ppo.clipped_surrogate_loss
+def clipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip_coef: float) -> torch.Tensor:
+    """-L^CLIP, to minimize. L^CLIP = E[min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t)]      (paper eq. 7)
+
+    By cases (the paper's Figure 1). A_t > 0, an action better than average: L^CLIP grows with r_t up to 1 + eps,
+    then is flat, so nothing is gained by making a_t more likely than that. A_t < 0: it grows as r_t falls to
+    1 - eps, then is flat. The min keeps the unclipped term where it is smaller, so a move the wrong way is never
+    clipped away. Flat means a zero gradient: the clip removes the incentive to push r_t further, not the move.
+    """
+    unclipped = ratio * advantages
+    clipped = torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef) * advantages
+    return -torch.min(unclipped, clipped).mean()
+
+
+# Copied from common.ppo.clipped_value_loss
+def clipped_value_loss(newvalue, oldvalue, returns, vf_clip_coef: float) -> torch.Tensor:
+    """L^VF with the value clipped like the ratio ([37] detail 9):
+    0.5 * max((V - V^targ)^2, (V_old + clip(V - V_old, -eps_v, eps_v) - V^targ)^2)
+
+    Like L^CLIP, a pessimistic bound: moving V further than eps_v from the V that collected the data earns no
+    more credit. The paper uses the plain squared error; baselines and CleanRL clip (whether it helps: README.md).
+    """
+    clipped = oldvalue + torch.clamp(newvalue - oldvalue, -vf_clip_coef, vf_clip_coef)
+    return 0.5 * torch.max((newvalue - returns) ** 2, (clipped - returns) ** 2).mean()
+
+
+def gaussian_kl(old_mean, old_logstd, mean, logstd) -> torch.Tensor:
+    """KL[pi_old || pi] of two diagonal Gaussians, exact (approx_kl only estimates it from samples):
+    log(sigma / sigma_old) + (sigma_old^2 + (mu_old - mu)^2) / (2 sigma^2) - 1/2, summed over the dimensions."""
+    var, old_var = (2 * logstd).exp(), (2 * old_logstd).exp()
+    return (logstd - old_logstd + (old_var + (old_mean - mean) ** 2) / (2 * var) - 0.5).sum(-1)
+
+
+def unclipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
+    """-L^CPI, to minimize. L^CPI = E[r_t A_t] (paper eq. 6), which L^CLIP and L^KLPEN constrain. Alone, nothing
+    holds pi near pi_old: K epochs move it as far as their steps take it."""
+    return -(ratio * advantages).mean()
+
+
+def kl_penalty_loss(ratio: torch.Tensor, advantages: torch.Tensor, kl: torch.Tensor, beta: float) -> torch.Tensor:
+    """-L^KLPEN, to minimize. L^KLPEN = E[r_t A_t - beta KL[pi_old(.|s_t), pi(.|s_t)]]            (paper eq. 8)
+
+    Instead of clipping r_t, charge for distance: r_t A_t pulls pi toward better actions, beta KL back toward
+    pi_old, the harder the further it moved.
+    """
+    return -(ratio * advantages - beta * kl).mean()
+
+
+def adapt_kl_beta(beta: float, d: float, kl_target: float) -> float:
+    """The paper's adaptive beta (section 4), d the update's mean KL[pi_old || pi]: d < d_targ / 1.5, pi moved too
+    little, beta <- beta / 2; d > 1.5 d_targ, too much, beta <- 2 beta. No one beta suits a whole run: how far pi
+    moves changes as the advantages do."""
+    if d < kl_target / 1.5:
+        return beta / 2
+    if d > kl_target * 1.5:
+        return beta * 2
+    return beta
+
+
+# --- Training: the PPO loop ----------------------------------------------------------------------------------
+
+
+def train(args: Args, ckpt: Optional[dict]) -> None:
+    args.batch_size = args.num_envs * args.num_steps
+    args.num_iterations = args.total_timesteps // args.batch_size
+    run = Run(args, ckpt)  # seeds, run folder, log, checkpoints, Ctrl-C: the plumbing, below the fence
+    device = run.device
+
+    with make_env(args) as env:  # one env, for the spaces
+        agent = Agent(env, args.hidden_size, args.norm_clip if args.norm_obs else None).to(device)
+    envs = make_envs(args)
+    reward_scaler = RewardScaler(args.num_envs, args.gamma)
+    # Adam's eps 1e-5, not 1e-8 ([37] detail 3): it bounds the step of a weight whose gradients were near zero.
+    optimizer = adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
+    global_step, start_iteration, log = run.start(agent, optimizer, reward_scaler=reward_scaler)
+    kl_beta = run.state("kl_beta", args.kl_beta_init)  # beta of L^KLPEN (eq. 8)
+    rollout = Rollout(args.num_steps, args.num_envs, envs.single_observation_space.shape,
+                      envs.single_action_space.shape)
+
+    next_obs = run.first_observation(envs)  # seeded from --seed
+
+    for iteration in range(start_iteration, args.num_iterations + 1):
+        # Annealing ([37] detail 4): lr_i = alpha_i * learning_rate, alpha_i = 1 - (i - 1) / num_iterations (Table 5):
+        # large steps while the policy is poor, smaller ones as it settles.
+        alpha = run.alpha(iteration)
+        if args.anneal_lr:
+            optimizer.param_groups[0]["lr"] = alpha * args.learning_rate
+
+        # --- Rollout: run pi_old for T steps in each of the N envs -----------------------------------------
+        next_obs, last_value, episodes = collect_rollout(envs, agent, next_obs, rollout)
+        for step, episodic_return, length in episodes:
+            log.episode(episodic_return, length, global_step + (step + 1) * args.num_envs)
+        global_step += args.batch_size
+
+        # --- Reward scaling ---------------------------------------------------------------------------------
+        rewards = (reward_scaler.scale(rollout.rewards, rollout.dones, args.norm_clip) if args.norm_reward
+                   else rollout.rewards)
+
+        # --- Advantages: how much better each action turned out than pi's average from its state -------------
+        # A_t > 0 makes a_t more likely, A_t < 0 less. Subtracting the baseline V(s_t) keeps the gradient right on
+        # average and takes out what any action from s_t would have got: most of the return's noise.
+        advantages = compute_gae(rewards, rollout.values, rollout.dones, rollout.final_values, last_value,
+                                 args.gamma, args.gae_lambda)
+        returns = advantages + rollout.values  # the value targets V^targ_t = A_t + V(s_t)
+        # [T, N] -> N*T samples: after GAE their order no longer matters
+        b_obs, b_actions, b_logprobs, b_advantages, b_returns, b_values = (
+            torch.as_tensor(x, device=device).flatten(0, 1)
+            for x in (rollout.obs, rollout.actions, rollout.logprobs, advantages, returns, rollout.values)
+        )
+
+        with torch.no_grad():  # pi_old, for the exact KL
+            b_old_mean, b_old_logstd = agent.get_distribution(b_obs)
+            b_old_logstd = b_old_logstd.clone()  # a view of actor_logstd, which the optimizer changes in place
+
+        # --- Update: K epochs of minibatch gradient steps on L^{CLIP+VF+S} ----------------------------------
+        # The ratio r_t = pi(a_t|s_t) / pi_old(a_t|s_t) reweights pi_old's samples to what pi would see (importance
+        # sampling), so one rollout serves K epochs, while pi stays near pi_old: the clip, or the KL penalty, keeps it.
+        clipfracs, vf_clipfracs = [], []
+        for epoch in range(args.update_epochs):
+            for mb in torch.randperm(args.batch_size, device=device).split(args.minibatch_size):
+                _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb], b_actions[mb])
+                # r_t as exp(log pi - log pi_old): stable where a ratio of small probabilities is not
+                logratio = newlogprob - b_logprobs[mb]
+                ratio = logratio.exp()
+                with torch.no_grad():
+                    # KL[pi_old || pi] on the minibatch, two unbiased estimates (http://joschu.net/blog/kl-approx.html):
+                    # the mean of -log r_t, noisy, even negative; approx_kl, of (r_t - 1) - log r_t, never negative,
+                    # less noisy, and what --target-kl reads.
+                    old_approx_kl = (-logratio).mean()
+                    approx_kl = ((ratio - 1) - logratio).mean()
+                    clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean().item())
+
+                # Normalized per minibatch ([37] detail 7): the step's size no longer depends on the rewards' scale.
+                mb_advantages = b_advantages[mb]
+                if args.norm_adv:
+                    mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+
+                if args.objective == "clip":
+                    pg_loss = clipped_surrogate_loss(ratio, mb_advantages, args.clip_coef)
+                elif args.objective == "none":
+                    pg_loss = unclipped_surrogate_loss(ratio, mb_advantages)
+                else:
+                    kl = gaussian_kl(b_old_mean[mb], b_old_logstd[mb], *agent.get_distribution(b_obs[mb]))
+                    pg_loss = kl_penalty_loss(ratio, mb_advantages, kl, kl_beta)
+                if args.clip_vloss:
+                    v_loss = clipped_value_loss(newvalue, b_values[mb], b_returns[mb], args.vf_clip_coef)
+                    vf_clipfracs.append(((newvalue - b_values[mb]).abs() > args.vf_clip_coef).float().mean().item())
+                else:  # L^VF = (V(s_t) - V^targ_t)^2 (eq. 9), halved so that its gradient is the error
+                    v_loss = 0.5 * ((newvalue - b_returns[mb]) ** 2).mean()
+                entropy_loss = entropy.mean()
+                # Maximize L^CLIP - c1 L^VF + c2 S (eq. 9), with L^KLPEN or L^CPI in L^CLIP's place
+                loss = pg_loss + args.vf_coef * v_loss - args.ent_coef * entropy_loss
+
+                optimizer.zero_grad()
+                loss.backward()
+                # Global gradient clipping ([37] detail 11): all gradients scaled down together to a norm of at most
+                # max_grad_norm, so one unlucky minibatch cannot take a huge step.
+                nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                optimizer.step()
+
+            # Early stop: once pi has drifted this far from pi_old, more epochs on the same data would take it
+            # past where the samples say anything (Spinning Up's PPO checks before every step; this check, like
+            # CleanRL's, comes after each epoch and reads approx_kl of that epoch's last minibatch only).
+            if args.target_kl is not None and approx_kl > args.target_kl:
+                break
+
+        # d = mean KL[pi_old || pi] over the whole rollout, exactly, after the update: how far pi moved.
+        with torch.no_grad():
+            kl_divergence = gaussian_kl(b_old_mean, b_old_logstd, *agent.get_distribution(b_obs)).mean().item()
+        if args.objective == "kl":
+            log.scalar("charts/kl_beta", kl_beta, global_step)  # the beta this update was penalized with
+            if args.kl_adaptive:
+                kl_beta = adapt_kl_beta(kl_beta, kl_divergence, args.kl_target)  # for the next update (section 4)
+
+        # The rollout's observations join the statistics only now: pi_old acted, and the update scored it,
+        # with the same normalization, so the ratio r_t(theta) starts at exactly 1 ([37] continuous detail 6
+        # updates the statistics at every step instead and stores the normalized observations).
+        if args.norm_obs:
+            agent.obs_rms.update(torch.as_tensor(rollout.obs))
+
+        # --- Logging: the losses and KL estimates are the last minibatch's (clipfrac: the mean over all of them)
+        log.update(global_step, args.batch_size, {
+            "charts/learning_rate": optimizer.param_groups[0]["lr"], "losses/value_loss": v_loss.item(),
+            "losses/policy_loss": pg_loss.item(), "losses/entropy": entropy_loss.item(),
+            "losses/old_approx_kl": old_approx_kl.item(), "losses/approx_kl": approx_kl.item(),
+            "losses/clipfrac": np.mean(clipfracs),
+            "losses/explained_variance": explained_variance(returns, rollout.values),
+            "losses/update_epochs": epoch + 1, "losses/kl": kl_divergence,
+            **({"losses/vf_clipfrac": np.mean(vf_clipfracs)} if vf_clipfracs else {}),
+        })
+
+        # --- Evaluation of the greedy policy, on an env of its own ------------------------------------------
+        last = iteration == args.num_iterations
+        if args.eval_every and (last or iteration % args.eval_every == 0):
+            evaluate_and_log(args, agent, log, run.videos, global_step)
+
+        # a checkpoint every few updates (with the reward statistics and beta); True after a Ctrl-C
+        if run.after_update(iteration, global_step, reward_scaler=reward_scaler, kl_beta=kl_beta):
+            break
+
+    run.close()
+
+
+# =========================================================================================================
+# The rest is plumbing, skippable on a first read: device and process settings, bad-input checks, run folders
+# and logging, Ctrl-C, checkpoints and resume, evaluation and play, the --help texts
+# (nothing of PPO, which is all above)
+# =========================================================================================================
+
+import ast  # (the plumbing's own imports: PPO above needs none of them)
+import collections
+import dataclasses
+import inspect
+import multiprocessing
+import os
+import random
+import signal
+import sys
+import time
+
+import tqdm
+import tyro
+from torch.utils.tensorboard import SummaryWriter
+
+SCRIPT = os.path.basename(__file__)
+
+
+@dataclass
+class Args(Hyperparameters):
+    """The command line: PPO's hyperparameters (Hyperparameters, above) and the flags for running the script."""
+
+    vectorization_mode: Literal["sync", "async"] = "sync"
+    """sync: step the N envs one after another in this process; async: one process per env, stepped in parallel (pays
+    off when an env step costs more than sending its data between processes, and there are cores to run them on)"""
     exp_name: str = SCRIPT[: -len(".py")]
     """name of the experiment: runs are saved in runs/<env-id>__<exp-name>__<seed>__<unix-time>/"""
     seed: int = 1
@@ -226,507 +652,6 @@ class Args:
     """number of rollout + update cycles: total_timesteps // batch_size"""
 
 
-# ---------------------------------------------------------------------------------------------------------
-# The environment
-# ---------------------------------------------------------------------------------------------------------
-
-
-def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None) -> gym.Env:
-    """The wrapper stack. ClipAction clips each action to the action space's bounds (the policy's Gaussian is
-    unbounded) on its way into the env; RecordEpisodeStatistics reports each finished episode in info["episode"]."""
-    try:
-        env = gym.make(args.env_id, render_mode="rgb_array" if video_folder else None)
-    except gym.error.Error as e:  # unknown id, unknown version, missing optional dependency
-        fail(f"cannot make --env-id {args.env_id!r}: {e}")
-    if not (isinstance(env.action_space, gym.spaces.Box) and len(env.action_space.shape) == 1):
-        fail(f"--env-id {args.env_id} has a {type(env.action_space).__name__} action space; this script needs a flat "
-             "Box (continuous actions; for discrete ones use ppo_lunarlander_vec.py)")
-    if not (isinstance(env.observation_space, gym.spaces.Box) and len(env.observation_space.shape) == 1):
-        fail(f"--env-id {args.env_id}: its observations are {env.observation_space}; this script needs a flat Box "
-             "(for images use ppo_breakout_atari.py)")
-    if env.observation_space.dtype != np.float32:
-        # MuJoCo's observations are float64, the network's weights float32: every observation is cast here,
-        # once, so that the rollout, the final observations and evaluation all see float32.
-        space = env.observation_space
-        float32_space = gym.spaces.Box(space.low.astype(np.float32), space.high.astype(np.float32), dtype=np.float32)
-        env = gym.wrappers.TransformObservation(env, lambda obs: obs.astype(np.float32), float32_space)
-    if video_folder:
-        # Frames are drawn off-screen (rgb_array): tell SDL not to look for a display, which it would complain of,
-        # and MuJoCo to draw through EGL, which needs none (its default, GLFW, fails without one).
-        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-        os.environ.setdefault("MUJOCO_GL", "egl")
-        env = gym.wrappers.RecordVideo(env, video_folder, episode_trigger=video_trigger)
-    # The agent stores and scores the action it sampled; only the env sees it clipped ([37] continuous detail 5).
-    # Storing the clipped action instead would score a sample pi never drew (its log-prob would be wrong).
-    return gym.wrappers.RecordEpisodeStatistics(gym.wrappers.ClipAction(env))
-
-
-# Copied from common.envs.make_envs
-def make_envs(args: Args) -> gym.vector.VectorEnv:
-    """N copies of make_env in one vector env (train() has already made one, for the Agent, so the env is known
-    to work), stepped one after another in this process (sync) or each in a worker process of its own (async).
-
-    Autoreset: when one of the N envs ends, the vector env resets it by itself. Gymnasium >= 1.0 does that on
-    the NEXT step by default (that step's action is ignored and its "transition" is a reset, which must not
-    be trained on). SAME_STEP instead resets it within the step that ended it: the observation returned is
-    already the new episode's first, and the one the episode ended on is in info["final_obs"]. Every step
-    of the rollout is then a real transition, and truncated episodes can bootstrap from V(final obs).
-    """
-    thunk = functools.partial(make_worker_env, args)
-    if args.vectorization_mode == "sync":
-        return gym.vector.SyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
-    return gym.vector.AsyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-                                     context=worker_start_method())
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The agent: the policy and the value function
-# ---------------------------------------------------------------------------------------------------------
-
-
-# Copied from common.ppo.layer_init
-def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Module:
-    """Orthogonal weights with gain `std`, zero biases ([37] detail 2). sqrt(2) is the ReLU gain (tanh's is 5/3);
-    the reference implementations (openai/baselines, CleanRL) give it to their hidden layers, ReLU and tanh alike."""
-    torch.nn.init.orthogonal_(layer.weight, std)
-    torch.nn.init.constant_(layer.bias, bias_const)
-    return layer
-
-
-class RunningMeanStd(nn.Module):
-    """Running mean and variance of everything passed to `update`, merged batch by batch (Chan et al.'s
-    parallel algorithm, the one gymnasium's NormalizeObservation uses). Kept as buffers, not parameters: the
-    optimizer never touches them, yet state_dict() carries them, so a checkpoint holds them with the weights."""
-
-    def __init__(self, shape: tuple = ()):
-        super().__init__()
-        self.register_buffer("mean", torch.zeros(shape, dtype=torch.float64))
-        self.register_buffer("var", torch.ones(shape, dtype=torch.float64))
-        self.register_buffer("count", torch.tensor(1e-4, dtype=torch.float64))  # as gymnasium: never divide by 0
-
-    @torch.no_grad()
-    def update(self, x: torch.Tensor) -> None:
-        x = x.reshape(-1, *self.mean.shape).to(self.mean)
-        batch_mean, batch_var, batch_count = x.mean(0), x.var(0, unbiased=False), x.shape[0]
-        delta, total = batch_mean - self.mean, self.count + batch_count
-        # M2 = var_a n_a + var_b n_b + delta^2 n_a n_b / (n_a + n_b): the sum of squared deviations of both
-        self.var.copy_((self.var * self.count + batch_var * batch_count
-                        + delta**2 * self.count * batch_count / total) / total)
-        self.mean.add_(delta * batch_count / total)
-        self.count.copy_(total)
-
-
-class Agent(nn.Module):
-    """A Gaussian policy and a critic as two separate networks, each two tanh hidden layers wide `hidden_size`.
-
-    pi(a|s) = N(mu(s), diag(sigma^2)): the actor network outputs the mean mu(s), and log sigma is a learned
-    vector of its own, the same in every state ([37] continuous detail 2), initialized at 0 (sigma = 1, wide
-    exploration at first). Observations are standardized by running statistics (obs_rms) before either network
-    sees them ([37] continuous details 6, 7); they are buffers of this module, so saving the agent saves them.
-    """
-
-    def __init__(self, env: gym.Env, hidden_size: int, norm_clip: Optional[float] = 10.0):
-        super().__init__()
-        obs_size, h, action_size = env.observation_space.shape[0], hidden_size, env.action_space.shape[0]
-        self.norm_clip = norm_clip  # None: observations go in as they are (--no-norm-obs)
-        self.obs_rms = RunningMeanStd(env.observation_space.shape)
-        self.critic = nn.Sequential(
-            layer_init(nn.Linear(obs_size, h)), nn.Tanh(), layer_init(nn.Linear(h, h)), nn.Tanh(),
-            layer_init(nn.Linear(h, 1), std=1.0),
-        )
-        # A mean head initialized with std 0.01 starts with mu(s) ~ 0 everywhere: no action is preferred by
-        # accident of the initialization, and sigma = 1 alone sets the exploration ([37] detail 2).
-        self.actor_mean = nn.Sequential(
-            layer_init(nn.Linear(obs_size, h)), nn.Tanh(), layer_init(nn.Linear(h, h)), nn.Tanh(),
-            layer_init(nn.Linear(h, action_size), std=0.01),
-        )
-        self.actor_logstd = nn.Parameter(torch.zeros(action_size))
-
-    def normalize(self, x: torch.Tensor) -> torch.Tensor:
-        """(s - mean) / sqrt(var + 1e-8), clipped to +-norm_clip; the identity with --no-norm-obs (norm_clip None),
-        where observations beyond +-norm_clip (MuJoCo's velocities can be) reach the networks unclipped."""
-        if self.norm_clip is None:
-            return x
-        std = torch.sqrt(self.obs_rms.var + 1e-8)
-        return ((x - self.obs_rms.mean) / std).clamp(-self.norm_clip, self.norm_clip).to(x.dtype)
-
-    def get_value(self, x: torch.Tensor) -> torch.Tensor:
-        return self.critic(self.normalize(x)).squeeze(-1)
-
-    def get_distribution(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The Gaussian pi(.|x) as its mean and log-std, each [..., action_size]."""
-        mean = self.actor_mean(self.normalize(x))
-        return mean, self.actor_logstd.expand_as(mean)
-
-    def get_action_and_value(self, x: torch.Tensor, action: Optional[torch.Tensor] = None, greedy: bool = False):
-        """pi(.|x) and V(x). Samples an action (the mean if greedy) unless `action` is given.
-
-        Returns the action, log pi(action|x), the entropy H(pi(.|x)) and V(x). The Gaussian is written out
-        rather than taken from torch.distributions.Normal: it is three lines, and it skips Normal's argument
-        checks on every call.
-        """
-        mean, logstd = self.get_distribution(x)
-        if action is None:
-            action = mean if greedy else mean + logstd.exp() * torch.randn_like(mean)
-        # log N(a; mu, sigma) = -(a - mu)^2 / (2 sigma^2) - log sigma - log(2 pi) / 2, summed over the
-        # independent action dimensions (a product of densities is a sum of log-densities)
-        log_prob = (-0.5 * ((action - mean) / logstd.exp()) ** 2 - logstd - 0.5 * math.log(2 * math.pi)).sum(-1)
-        entropy = (0.5 + 0.5 * math.log(2 * math.pi) + logstd).sum(-1)  # H = sum_i log(sigma_i sqrt(2 pi e))
-        return action, log_prob, entropy, self.get_value(x)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# PPO: the rollout, the advantages (GAE) and the losses
-# ---------------------------------------------------------------------------------------------------------
-
-
-class RewardScaler(nn.Module):
-    """Reward scaling ([37] continuous details 8, 9): r_t / sqrt(Var[R] + 1e-8), clipped to +-clip, where R is the
-    discounted return each env has collected so far in its episode, R_t = gamma R_{t-1} + r_t (0 at a start).
-
-    Dividing by the spread of the return (not subtracting its mean, which would change which states look
-    good) puts the value targets on about the same scale in any env. The return statistics (return_rms) go
-    into the checkpoint (a module only for that: state_dict() gathers them); the running R of each env does
-    not, since a resumed run starts fresh episodes.
-    """
-
-    def __init__(self, num_envs: int, gamma: float):
-        super().__init__()
-        self.gamma = gamma
-        self.return_rms = RunningMeanStd()
-        self.returns = np.zeros(num_envs)  # R of each env's current episode
-
-    def update(self, rewards: np.ndarray, dones: np.ndarray) -> None:
-        """Feed a rollout's [T, N] rewards and episode ends to the running R and its statistics."""
-        returns = np.zeros_like(rewards, dtype=np.float64)
-        for t in range(len(rewards)):
-            self.returns = self.gamma * self.returns + rewards[t]
-            returns[t] = self.returns
-            self.returns = self.returns * (1.0 - dones[t])  # an episode ended: the next one starts from R = 0
-        self.return_rms.update(torch.as_tensor(returns))
-
-    def scale(self, rewards: np.ndarray, dones: np.ndarray, clip: float) -> np.ndarray:
-        """A rollout's returns join the statistics (update), then its rewards are divided by the std, clipped."""
-        self.update(rewards, dones)
-        std = math.sqrt(self.return_rms.var.item() + 1e-8)
-        return np.clip(rewards / std, -clip, clip).astype(np.float32)
-
-
-class Rollout:
-    """One rollout in NumPy, one [T, N] array per quantity (obs: [T, N, obs_size], actions: [T, N, action_size];
-    obs as the envs returned them: the agent normalizes them itself).
-
-    The environments speak NumPy and the network torch: a row write here is many times cheaper than one into a
-    tensor, and the whole rollout is turned into tensors once per update."""
-
-    def __init__(self, num_steps: int, num_envs: int, obs_shape: tuple, action_shape: tuple):
-        self.obs = np.zeros((num_steps, num_envs) + obs_shape, dtype=np.float32)
-        self.actions = np.zeros((num_steps, num_envs) + action_shape, dtype=np.float32)
-        self.logprobs = np.zeros((num_steps, num_envs), dtype=np.float32)
-        self.rewards = np.zeros((num_steps, num_envs), dtype=np.float32)
-        self.dones = np.zeros((num_steps, num_envs), dtype=np.float32)
-        self.values = np.zeros((num_steps, num_envs), dtype=np.float32)
-        self.final_values = np.zeros((num_steps, num_envs), dtype=np.float32)  # V(s_{t+1}) where an episode ended
-
-
-# Copied from common.ppo.collect_rollout
-def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarray, rollout: Rollout):
-    """Run the current policy pi_old for T steps in the N envs, filling `rollout`.
-
-    Returns the observation to continue from, V of it (last_value, for GAE) and the episodes that ended, as
-    (step, return, length) tuples.
-    """
-    device = next(agent.parameters()).device
-    episodes = []
-    for step in range(len(rollout.obs)):
-        rollout.obs[step] = next_obs
-        with torch.inference_mode():  # acting needs no gradients: they are recomputed in the update
-            action, logprob, _, value = agent.get_action_and_value(torch.as_tensor(next_obs, device=device))
-        rollout.actions[step], rollout.logprobs[step], rollout.values[step] = (
-            action.cpu().numpy(), logprob.cpu().numpy(), value.cpu().numpy())
-
-        next_obs, rollout.rewards[step], terminated, truncated, info = envs.step(rollout.actions[step])
-        rollout.dones[step] = terminated | truncated
-        rollout.final_values[step] = 0.0  # terminated: the MDP ended, there is no future reward, V(s_{t+1}) = 0
-        if "final_obs" in info:
-            # Some envs ended at this step and were already reset (SAME_STEP): next_obs holds the first
-            # observation of their new episode, and info["final_obs"] the one they ended on.
-            # A truncated episode was cut by a time limit in a state that is not terminal, and the agent would
-            # have collected more reward: bootstrap from V(final observation) ([TL]). Termination wins:
-            # gymnasium's TimeLimit also sets truncated on the limit step when the episode terminated there,
-            # and then the MDP ended (V = 0) whatever the clock says.
-            bootstrap = truncated & ~terminated
-            if bootstrap.any():
-                final_obs = np.stack(info["final_obs"][bootstrap]).astype(np.float32)
-                with torch.inference_mode():
-                    rollout.final_values[step, bootstrap] = agent.get_value(
-                        torch.as_tensor(final_obs, device=device)).cpu().numpy()
-            stats = info["final_info"]["episode"]
-            for i in np.flatnonzero(info["final_info"]["_episode"]):
-                episodes.append((step, float(stats["r"][i]), int(stats["l"][i])))
-    with torch.inference_mode():
-        last_value = agent.get_value(torch.as_tensor(next_obs, device=device)).cpu().numpy()
-    return next_obs, last_value, episodes
-
-
-# Copied from common.ppo.compute_gae
-def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, gae_lambda: float) -> np.ndarray:
-    """Generalized Advantage Estimation over a rollout, backwards in time. NumPy arrays of shape [T] (or [T, N]).
-
-    dones[t] = 1 where an episode ended at step t, by termination or truncation: no advantage flows back
-    across it. final_values[t], read only there, is the V(s_{t+1}) the return should see, as the rollout set it:
-    0 after a termination, V(final observation) after a truncation. last_value = V(s_T), the state after the
-    rollout's last step.
-    """
-    # V(s_{t+1}) for every step: the next row's value, last_value after the last row, final_values at ends.
-    next_values = np.where(dones == 1, final_values, np.concatenate([values[1:], [last_value]]))
-    advantages = np.zeros_like(rewards)
-    last_gae = 0.0
-    for t in reversed(range(len(rewards))):
-        # delta_t = r_t + gamma * V(s_{t+1}) - V(s_t)                              (paper eq. 12)
-        delta = rewards[t] + gamma * next_values[t] - values[t]
-        # A_t = delta_t + gamma * lambda * A_{t+1}, cut at episode ends            (paper eq. 11)
-        last_gae = delta + gamma * gae_lambda * (1.0 - dones[t]) * last_gae
-        advantages[t] = last_gae
-    return advantages
-
-
-# Copied from common.ppo.clipped_surrogate_loss
-def clipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip_coef: float) -> torch.Tensor:
-    """-L^CLIP, to minimize. L^CLIP = E[min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t)]      (paper eq. 7)
-
-    The min makes it a pessimistic bound: once the ratio r_t has moved past 1 + eps (A > 0) or below 1 - eps
-    (A < 0), the clipped term is the smaller one and its gradient is zero (the flat parts of Figure 1). That takes
-    away the incentive to move r_t further, not the move itself: a step taken for other samples can still carry
-    it past the range.
-    """
-    unclipped = ratio * advantages
-    clipped = torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef) * advantages
-    return -torch.min(unclipped, clipped).mean()
-
-
-# Copied from common.ppo.clipped_value_loss
-def clipped_value_loss(newvalue, oldvalue, returns, vf_clip_coef: float) -> torch.Tensor:
-    """L^VF with the value clipped like the ratio ([37] detail 9):
-    0.5 * max((V - V^targ)^2, (V_old + clip(V - V_old, -eps_v, eps_v) - V^targ)^2)
-
-    Like L^CLIP, a pessimistic bound: a step that moves V further than eps_v from the V that collected the
-    data earns no more credit for it. The paper uses the plain squared error; the reference implementations
-    (openai/baselines, CleanRL) clip. [37] ran no ablation of it; it cites Engstrom et al. 2020 (arXiv:2005.12729),
-    who found no evidence that it helps, and Andrychowicz et al. 2021 (arXiv:2006.05990), whose decision C13 found
-    that it hurts. `--no-clip-vloss` turns it off.
-    """
-    clipped = oldvalue + torch.clamp(newvalue - oldvalue, -vf_clip_coef, vf_clip_coef)
-    return 0.5 * torch.max((newvalue - returns) ** 2, (clipped - returns) ** 2).mean()
-
-
-def gaussian_kl(old_mean, old_logstd, mean, logstd) -> torch.Tensor:
-    """KL[pi_old || pi] between two diagonal Gaussians, exactly, summed over the action dimensions:
-    KL = log(sigma / sigma_old) + (sigma_old^2 + (mu_old - mu)^2) / (2 sigma^2) - 1/2   per dimension.
-    (The ratio-based approx_kl is an estimate from the sampled actions; this needs no sample.)"""
-    var, old_var = (2 * logstd).exp(), (2 * old_logstd).exp()
-    return (logstd - old_logstd + (old_var + (old_mean - mean) ** 2) / (2 * var) - 0.5).sum(-1)
-
-
-def unclipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
-    """-L^CPI, to minimize. L^CPI = E[r_t A_t]                                                  (paper eq. 6)
-
-    The surrogate of conservative policy iteration, which L^CLIP and L^KLPEN both constrain. Alone, nothing holds
-    pi near pi_old: K epochs of steps on one rollout can move it as far as the steps take it, and its gradient
-    never vanishes. `--objective none`, Table 1's first row.
-    """
-    return -(ratio * advantages).mean()
-
-
-def kl_penalty_loss(ratio: torch.Tensor, advantages: torch.Tensor, kl: torch.Tensor, beta: float) -> torch.Tensor:
-    """-L^KLPEN, to minimize. L^KLPEN = E[r_t A_t - beta KL[pi_old(.|s_t), pi(.|s_t)]]            (paper eq. 8)
-
-    No clipping: the penalty alone holds pi near pi_old, and how near depends on beta, which is why the paper
-    adapts it (adapt_kl_beta). With the penalty's gradient 0 at pi = pi_old, the first step is a plain policy
-    gradient step; the further pi moves, the harder the penalty pulls it back.
-    """
-    return -(ratio * advantages - beta * kl).mean()
-
-
-def adapt_kl_beta(beta: float, d: float, kl_target: float) -> float:
-    """The paper's adaptive KL coefficient (section 4), applied after each policy update with d = mean KL:
-    d < d_targ / 1.5: the policy moved too little, beta <- beta / 2; d > d_targ * 1.5: too much, beta <- 2 beta.
-    (1.5 and 2 are the paper's heuristic choices; it reports the algorithm is not very sensitive to them.)"""
-    if d < kl_target / 1.5:
-        return beta / 2
-    if d > kl_target * 1.5:
-        return beta * 2
-    return beta
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Training: the PPO loop
-# ---------------------------------------------------------------------------------------------------------
-
-
-def train(args: Args, ckpt: Optional[dict]) -> None:
-    args.batch_size = args.num_envs * args.num_steps
-    args.num_iterations = args.total_timesteps // args.batch_size
-    device = seed_everything(args)  # Python's, NumPy's and torch's generators seeded; the device to train on
-    run_dir = run_folder(args)  # runs/<env-id>__<exp-name>__<seed>__<time>/, or the resumed run's own
-    videos = videos_folder(args, run_dir)  # where --capture-video records (a resumed run: a folder of its own)
-
-    with make_env(args) as env:  # one env, to read the spaces off and refuse a bad --env-id early
-        agent = Agent(env, args.hidden_size, args.norm_clip if args.norm_obs else None).to(device)
-    envs = make_envs(args)
-    reward_scaler = RewardScaler(args.num_envs, args.gamma)
-    # eps 1e-5 instead of Adam's default 1e-8, as in the reference implementations ([37] detail 3): it bounds
-    # the step lr * m / (sqrt(v) + eps) where a gradient has been near zero, so such a weight cannot jump.
-    optimizer = adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
-    # A new run starts at step 0, annealing from 1; --resume restores the weights, the optimizer's state, the
-    # random generators, the step count and the annealing schedule from the checkpoint.
-    global_step, start_iteration, schedule = restore_run(args, ckpt, agent, optimizer, device)
-    kl_beta = ckpt["kl_beta"] if ckpt else args.kl_beta_init  # beta of L^KLPEN (eq. 8), adapted with --objective kl
-    if ckpt:
-        reward_scaler.load_state_dict(ckpt["reward_scaler"])
-    log = RunLog(args, run_dir, device, global_step)  # the run folder: TensorBoard, the progress bar, SPS
-    checkpoint_path = os.path.join(run_dir, "checkpoint.pt")
-    rollout = Rollout(args.num_steps, args.num_envs, envs.single_observation_space.shape,
-                      envs.single_action_space.shape)
-
-    # Env i starts from seed + i; a resumed run starts fresh episodes, seeded from the seed and the step count.
-    next_obs, _ = envs.reset(seed=args.seed + global_step)
-
-    ctrl_c = CtrlC()  # Ctrl-C asks for a clean stop: the update finishes, a checkpoint is saved, the script exits
-
-    for iteration in range(start_iteration, args.num_iterations + 1):
-        # Linear annealing ([37] detail 4): lr_i = alpha_i * learning_rate, alpha_i = 1 - (i - 1) / num_iterations
-        # falling from 1 toward 0 (Table 5's alpha). The scale is 1, but in a run resumed with a larger
-        # --total-timesteps, where it makes alpha go on from its last value (resumed_schedule): never up.
-        frac = schedule["scale"] * (1.0 - (iteration - 1) / args.num_iterations)
-        if args.anneal_lr:
-            optimizer.param_groups[0]["lr"] = frac * args.learning_rate
-
-        # --- Rollout: run the current policy pi_old for T steps in each of the N envs -----------------------
-        next_obs, last_value, episodes = collect_rollout(envs, agent, next_obs, rollout)
-        for step, episodic_return, length in episodes:
-            log.episode(episodic_return, length, global_step + (step + 1) * args.num_envs)
-        global_step += args.batch_size
-
-        # --- Reward scaling: the rollout's returns join the statistics, then its rewards are scaled ----------
-        rewards = (reward_scaler.scale(rollout.rewards, rollout.dones, args.norm_clip) if args.norm_reward
-                   else rollout.rewards)
-
-        # --- Advantages: computed once per rollout, from the value function that collected it -------------
-        advantages = compute_gae(rewards, rollout.values, rollout.dones, rollout.final_values, last_value,
-                                 args.gamma, args.gae_lambda)
-        returns = advantages + rollout.values  # the value targets: V^targ_t = A_t + V(s_t)
-        # Flatten [T, N] into one batch of N*T samples: after GAE, the order of the samples no longer matters.
-        b_obs, b_actions, b_logprobs, b_advantages, b_returns, b_values = (
-            torch.as_tensor(x, device=device).flatten(0, 1)
-            for x in (rollout.obs, rollout.actions, rollout.logprobs, advantages, returns, rollout.values)
-        )
-
-        with torch.no_grad():  # pi_old, for the exact KL of the penalty and of the diagnostics
-            b_old_mean, b_old_logstd = agent.get_distribution(b_obs)
-            b_old_logstd = b_old_logstd.clone()  # a view of actor_logstd, which the optimizer changes in place
-
-        # --- Update: K epochs of minibatch gradient steps on L^{CLIP+VF+S} or L^{KLPEN+VF+S} ----------------
-        clipfracs, vf_clipfracs = [], []
-        for epoch in range(args.update_epochs):
-            for mb in torch.randperm(args.batch_size, device=device).split(args.minibatch_size):
-                _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb], b_actions[mb])
-                # r_t(theta) = pi(a_t|s_t) / pi_old(a_t|s_t), computed as exp(log pi - log pi_old): a ratio
-                # of two small probabilities is numerically fragile, a difference of logs is not. b_logprobs is
-                # log pi_old, recorded in the rollout: it stays fixed through all K epochs while pi moves.
-                logratio = newlogprob - b_logprobs[mb]
-                ratio = logratio.exp()
-                with torch.no_grad():
-                    # KL[pi_old || pi] estimators (http://joschu.net/blog/kl-approx.html), logged; approx_kl
-                    # (k3, unbiased and never negative) also drives the --target-kl early stop.
-                    old_approx_kl = (-logratio).mean()
-                    approx_kl = ((ratio - 1) - logratio).mean()
-                    clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean().item())
-
-                mb_advantages = b_advantages[mb]
-                if args.norm_adv:
-                    mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
-
-                if args.objective == "clip":
-                    pg_loss = clipped_surrogate_loss(ratio, mb_advantages, args.clip_coef)
-                elif args.objective == "none":
-                    pg_loss = unclipped_surrogate_loss(ratio, mb_advantages)
-                else:
-                    kl = gaussian_kl(b_old_mean[mb], b_old_logstd[mb], *agent.get_distribution(b_obs[mb]))
-                    pg_loss = kl_penalty_loss(ratio, mb_advantages, kl, kl_beta)
-                if args.clip_vloss:
-                    v_loss = clipped_value_loss(newvalue, b_values[mb], b_returns[mb], args.vf_clip_coef)
-                    # the share of samples whose V moved past the clip range: where the clip can act
-                    vf_clipfracs.append(((newvalue - b_values[mb]).abs() > args.vf_clip_coef).float().mean().item())
-                else:  # L^VF = (V(s_t) - V^targ_t)^2, halved so its gradient is the plain error       (eq. 9)
-                    v_loss = 0.5 * ((newvalue - b_returns[mb]) ** 2).mean()
-                entropy_loss = entropy.mean()
-                # L^{CLIP+VF+S} = L^CLIP - c1 L^VF + c2 S is maximized (or L^KLPEN in L^CLIP's place);
-                # we minimize its negative                                                          (eq. 9)
-                # With v_loss's 0.5 the value term is c1 * 0.5 * (V - V^targ)^2: c1 = 0.5 weighs the squared
-                # error by 0.25, as CleanRL's defaults do; eq. 9's c1 weighs the squared error by c1 itself.
-                loss = pg_loss + args.vf_coef * v_loss - args.ent_coef * entropy_loss
-
-                optimizer.zero_grad()
-                loss.backward()
-                # Global grad-norm clipping: one norm over all parameters together, rescaled to at most
-                # max_grad_norm, so one bad minibatch cannot make a huge step ([37] detail 11).
-                nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
-                optimizer.step()
-
-            # Early stop: once pi has drifted this far from pi_old, more epochs on the same data would take it
-            # past where the samples say anything (Spinning Up's PPO checks before every step; this check, like
-            # CleanRL's, comes after each epoch and reads approx_kl of that epoch's last minibatch only).
-            if args.target_kl is not None and approx_kl > args.target_kl:
-                break
-
-        # d = mean KL[pi_old || pi] over the whole rollout, exactly, after the update: how far pi moved.
-        with torch.no_grad():
-            kl_divergence = gaussian_kl(b_old_mean, b_old_logstd, *agent.get_distribution(b_obs)).mean().item()
-        if args.objective == "kl":
-            log.scalar("charts/kl_beta", kl_beta, global_step)  # the beta this update was penalized with
-            if args.kl_adaptive:
-                kl_beta = adapt_kl_beta(kl_beta, kl_divergence, args.kl_target)  # for the next update (section 4)
-
-        # The rollout's observations join the statistics only now: pi_old acted, and the update scored it,
-        # with the same normalization, so the ratio r_t(theta) starts at exactly 1 ([37] continuous detail 6
-        # updates the statistics at every step instead and stores the normalized observations).
-        if args.norm_obs:
-            agent.obs_rms.update(torch.as_tensor(rollout.obs))
-
-        # --- Logging: the losses and KL estimates are the last minibatch's (clipfrac: the mean over all of them)
-        log.update(global_step, args.batch_size, {
-            "charts/learning_rate": optimizer.param_groups[0]["lr"], "losses/value_loss": v_loss.item(),
-            "losses/policy_loss": pg_loss.item(), "losses/entropy": entropy_loss.item(),
-            "losses/old_approx_kl": old_approx_kl.item(), "losses/approx_kl": approx_kl.item(),
-            "losses/clipfrac": np.mean(clipfracs),
-            "losses/explained_variance": explained_variance(returns, rollout.values),
-            "losses/update_epochs": epoch + 1, "losses/kl": kl_divergence,
-            **({"losses/vf_clipfrac": np.mean(vf_clipfracs)} if vf_clipfracs else {}),
-        })
-
-        # --- Evaluation of the greedy policy, on an env of its own ------------------------------------------
-        last = iteration == args.num_iterations
-        if args.eval_every and (last or iteration % args.eval_every == 0):
-            evaluate_and_log(args, agent, log, videos, global_step)
-
-        # --- Checkpoint -------------------------------------------------------------------------------------
-        if last or ctrl_c.requested or (args.checkpoint_every and iteration % args.checkpoint_every == 0):
-            save_checkpoint(checkpoint_path, args, agent, optimizer, global_step, iteration, schedule, reward_scaler,
-                            kl_beta)
-        if ctrl_c.requested:
-            break
-
-    end_of_run(log, envs, checkpoint_path, global_step, ctrl_c.requested)
-
-
-# =========================================================================================================
-# The rest is plumbing, skippable on a first read: device and process settings, bad-input checks, run folders
-# and logging, Ctrl-C, checkpoints and resume, evaluation and play, the --help texts
-# (nothing of PPO, which is all above)
-# =========================================================================================================
-
-
 # On a GPU, torch.use_deterministic_algorithms(True) lets cuBLAS multiply matrices only with a fixed workspace,
 # and raises on the first matmul without one. cuBLAS reads this when CUDA starts: it is set here, as the script is
 # imported, before anything touches CUDA.
@@ -763,6 +688,32 @@ def make_worker_env(args: Args) -> gym.Env:
         # (it finishes the update, saves and closes us), so the worker ignores it.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     return make_env(args)
+
+
+def checked_env(args: Args, render_mode: Optional[str]) -> gym.Env:
+    """gym.make(--env-id), or one line and exit 2 where it cannot be made or its spaces are not this script's: a
+    flat Box of actions (continuous), a flat Box of observations."""
+    try:
+        env = gym.make(args.env_id, render_mode=render_mode)
+    except gym.error.Error as e:  # unknown id, unknown version, missing optional dependency
+        fail(f"cannot make --env-id {args.env_id!r}: {e}")
+    if not (isinstance(env.action_space, gym.spaces.Box) and len(env.action_space.shape) == 1):
+        fail(f"--env-id {args.env_id} has a {type(env.action_space).__name__} action space; this script needs a flat "
+             "Box (continuous actions; for discrete ones use ppo_lunarlander_vec.py)")
+    if not (isinstance(env.observation_space, gym.spaces.Box) and len(env.observation_space.shape) == 1):
+        fail(f"--env-id {args.env_id}: its observations are {env.observation_space}; this script needs a flat Box "
+             "(for images use ppo_breakout_atari.py)")
+    return env
+
+
+# Copied from common.envs.record_video
+def record_video(env: gym.Env, video_folder: str, video_trigger) -> gym.Env:
+    """env, its episodes recorded to MP4 in video_folder where video_trigger(episode) is true. The frames are drawn
+    off-screen (rgb_array): SDL is told not to look for a display, which it would complain of, and MuJoCo to draw
+    through EGL (its default, GLFW, needs one)."""
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    return gym.wrappers.RecordVideo(env, video_folder, episode_trigger=video_trigger)
 
 
 # Copied from common.cli.fail
@@ -854,6 +805,68 @@ def videos_folder(args: Args, run_dir: str) -> str:
     overwrite what the run recorded before it stopped."""
     videos = os.path.join(run_dir, "videos")
     return os.path.join(videos, f"resume-{int(time.time())}") if args.resume else videos
+
+
+# Copied from common.runs.Run
+class Run:
+    """What train() needs that is not PPO, behind a few calls: the seeds and the device, the run folder, its log,
+    what --resume restores, the annealing schedule, the checkpoints and Ctrl-C. train() makes one first, calls
+    start() once the agent and the optimizer exist, first_observation() once, alpha() at each update,
+    after_update() at the end of each, and close() when the loop is done."""
+
+    def __init__(self, args: Args, ckpt: Optional[dict]):
+        self.args, self.ckpt = args, ckpt
+        self.device = seed_everything(args)  # Python's, NumPy's and torch's generators seeded; the device
+        self.dir = run_folder(args)  # runs/<env-id>__<exp-name>__<seed>__<time>/, or the resumed run's own
+        # where --capture-video records (a resumed run: a folder of its own); None without it
+        self.videos = videos_folder(args, self.dir) if args.capture_video else None
+
+    def start(self, agent: nn.Module, optimizer: optim.Optimizer, **modules: nn.Module) -> tuple[int, int, RunLog]:
+        """(global_step, first update, log): 0 and 1 for a new run; for a resumed one the checkpoint's, with the
+        weights, the optimizer's state, the random generators, the annealing schedule and each of `modules` (by its
+        name in the checkpoint) restored. Opens the log (TensorBoard, the progress bar); from here on Ctrl-C asks
+        for a clean stop: the update finishes, a checkpoint is saved, the script exits."""
+        self.agent, self.optimizer = agent, optimizer
+        global_step, start_iteration, self.schedule = restore_run(self.args, self.ckpt, agent, optimizer, self.device)
+        for name, module in modules.items():
+            if self.ckpt:
+                module.load_state_dict(self.ckpt[name])
+        self.log = RunLog(self.args, self.dir, self.device, global_step)
+        self.checkpoint_path = os.path.join(self.dir, "checkpoint.pt")
+        self.ctrl_c = CtrlC()
+        self.global_step = global_step
+        return global_step, start_iteration, self.log
+
+    def first_observation(self, envs) -> np.ndarray:
+        """Reset the env(s) for the first rollout, seeded from --seed (a vector env's env i from seed + i) and the
+        step count: a resumed run starts fresh episodes, not the ones it started with."""
+        self.vector_env = envs  # (closed by close())
+        obs, _ = envs.reset(seed=self.args.seed + self.global_step)
+        return obs
+
+    def state(self, name: str, default):
+        """The checkpoint's `name` in a resumed run, `default` in a new one."""
+        return self.ckpt[name] if self.ckpt else default
+
+    def alpha(self, iteration: int) -> float:
+        """Table 5's alpha for update `iteration`: 1 - (i - 1) / num_iterations, falling from 1 toward 0. In a run
+        resumed with a larger --total-timesteps the schedule's scale makes it go on from its last value over the
+        added updates, never up (resumed_schedule); in every other run the scale is 1."""
+        return self.schedule["scale"] * (1.0 - (iteration - 1) / self.schedule["num_iterations"])
+
+    def after_update(self, iteration: int, global_step: int, **state) -> bool:
+        """The end of update `iteration`: a checkpoint every --checkpoint-every updates, after the last and after a
+        Ctrl-C (with `state`, what else this script's checkpoint keeps). True when the run must stop (Ctrl-C)."""
+        stop, self.global_step = self.ctrl_c.requested, global_step
+        every = self.args.checkpoint_every
+        if stop or iteration == self.args.num_iterations or (every and iteration % every == 0):
+            save_checkpoint(self.checkpoint_path, self.args, self.agent, self.optimizer, global_step, iteration,
+                            self.schedule, **state)
+        return stop
+
+    def close(self) -> None:
+        """Close the log and the env(s), say where the checkpoint is; exit 130 after a Ctrl-C."""
+        end_of_run(self.log, self.vector_env, self.checkpoint_path, self.global_step, self.ctrl_c.requested)
 
 
 # Copied from common.runs.seed_everything
@@ -1116,14 +1129,16 @@ def one_line_help(cls: type) -> type:
     """Hand tyro each field's docstring as one line, which --help wraps to the terminal's width. tyro keeps the
     line breaks of a docstring whose continuation lines are indented (it joins only lines that start with a
     letter), so --help would break its lines where the source does, mid-sentence. It reads a dataclass field's
-    "help" metadata before the docstring: that is where the joined text goes. Returns cls."""
+    "help" metadata before the docstring: that is where the joined text goes. The fields cls inherits (Args's from
+    Hyperparameters) are read in their own class's source. Returns cls."""
     if cls.__dict__.get("help_joined"):  # (once per process: reading the source takes tens of milliseconds)
         return cls
-    body = ast.parse(inspect.getsource(cls)).body[0].body
-    for node, doc in zip(body, body[1:]):
-        if isinstance(node, ast.AnnAssign) and isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant):
-            field = cls.__dataclass_fields__[node.target.id]
-            field.metadata = {**field.metadata, "help": " ".join(doc.value.value.split())}
+    for klass in [k for k in cls.__mro__ if dataclasses.is_dataclass(k)]:
+        body = ast.parse(inspect.getsource(klass)).body[0].body
+        for node, doc in zip(body, body[1:]):
+            if isinstance(node, ast.AnnAssign) and isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant):
+                field = cls.__dataclass_fields__[node.target.id]
+                field.metadata = {**field.metadata, "help": " ".join(doc.value.value.split())}
     cls.help_joined = True
     return cls
 

@@ -45,6 +45,7 @@ effect, its interval and verdict: README's details map reads its column from it)
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import statistics
 import sys
@@ -56,6 +57,7 @@ from benchmarks import mujoco_grid
 from benchmarks.core import grid, inference, plots, runs, stats
 from benchmarks.core.launch import ROOT
 from benchmarks.core.records import DECIMALS, curves_path, load_points, read_csv, write_csv
+from common import lessons
 
 RESULTS = ROOT / "benchmarks" / "results" / "ablations"
 MIN_SEEDS = 3  # an effect is tested once the setting and the default have this many seeds each
@@ -767,15 +769,15 @@ TRY_THIS = {
 }
 
 
-def try_this(script: str, found: list[dict]) -> list[str]:
-    """The docstring's "Try this" lines of `script`: the command a learner types for each setting, then what it
-    did to the study's leading score (its header names it), e.g. `python ppo_cartpole.py --no-norm-adv  # +3.6
-    [-4.2, 11.3], not detected (could detect 15.2)`. A study at other flags than the lesson's (Hopper at Table 1's)
-    gives its own command, with the seeds its figure took."""
+def try_this(script: str, found: list[dict]) -> list[tuple[str, str]]:
+    """The docstring's "Try this" experiments of `script`, as (command, measured): the command a learner types
+    for each setting, and what it did to the study's leading score (the header names it), e.g.
+    ("python ppo_cartpole.py --no-norm-adv", "+3.6 [-4.2, 11.3], not detected (could detect 15.2)"). A study at
+    other flags than the lesson's (Hopper at Table 1's) gives its own command, with the seeds its figure took."""
     study, settings = TRY_THIS[script]
     ablation = STUDIES[study]
     metric = ablation.metrics[0]
-    lines = []
+    experiments = []
     for name in settings:
         setting = ablation.settings[name]
         e = next(e for e in found if e["study"] == study and e["setting"] == name and e["metric"] == metric.name)
@@ -786,17 +788,26 @@ def try_this(script: str, found: list[dict]) -> list[str]:
             command = f"python -m benchmarks.ablations {study} --settings {name} --seeds {seeds}"
         # the bare verdict where it is one: a lesson's reader has the interval, Holm's p stays in the tables
         verdict = e["verdict"] if e["verdict"] in ("helps", "hurts") else verdict_text(e, metric)
-        lines.append(f"{command}  # {interval_text(effect_values(e), metric)}, {verdict}")
-    return lines
+        experiments.append((command, f"{interval_text(effect_values(e), metric)}, {verdict}"))
+    return experiments
 
 
-def write_try_this(path: Path, lines: str) -> None:
-    """Replace the lines under the docstring's "Try this" header (its parenthesis may run over several lines; up to
-    the blank line, none yet under a new header) by `lines`."""
+def write_try_this(path: Path, experiments: list[tuple[str, str]]) -> None:
+    """Rewrite the "Measured:" line of each experiment under the docstring's "Try this" header (common.lessons'
+    layout) from `experiments`, [(command, measured)]: the docstring must hold these commands, in this order (its
+    questions and answers are the lesson's own prose, which this never writes)."""
     text = path.read_text()
-    start = text.index(")\n", text.index("\nTry this (")) + 2
-    end = start - 1 if text.startswith("\n", start) else text.index("\n\n", start)
-    path.write_text(text[:start] + lines + text[end:])
+    _, found = lessons.try_this(ast.get_docstring(ast.parse(text), clean=False))
+    if [e.command for e in found] != [command for command, _ in experiments]:
+        raise ValueError(f"{path.name}: its Try this commands {[e.command for e in found]} are not the study's "
+                         f"{[command for command, _ in experiments]}")
+    start = text.index("\nTry this (")
+    for command, measured in experiments:
+        start = text.index(f"    {command}\n", start)
+        line = text.index("        Measured: ", start)
+        end = text.index("\n", line)
+        text = text[:line] + f"        Measured: {measured}" + text[end:]
+    path.write_text(text)
 
 
 def read_effects(results_dir: Path = RESULTS) -> list[dict]:
@@ -818,10 +829,11 @@ def main(argv=None) -> int:
     if args.try_this or args.write_try_this:
         found = read_effects(args.results_dir)
         for script in TRY_THIS:
-            lines = "\n".join(f"    {line}" for line in try_this(script, found))
+            experiments = try_this(script, found)
             if args.write_try_this:
-                write_try_this(ROOT / script, lines)
-            print(f"{script}:\n{lines}")
+                write_try_this(ROOT / script, experiments)
+            print(f"{script}:" + "".join(f"\n    {command}\n        Measured: {measured}"
+                                         for command, measured in experiments))
         return 0
     if args.list:
         for ablation in STUDIES.values():

@@ -108,11 +108,12 @@ def command_line(ppo, args: dict) -> str:
     """The command that trains the run whose Args are `args`: its seed and every flag that differs from the
     script's default (a derived field, or one only --play and --resume read, is left out)."""
     default = ppo.Args()
+    types = typing.get_type_hints(ppo.Args, include_extras=True)  # (a lesson's annotations are strings)
     flags = [f"--seed {args['seed']}"]
     for field in dataclasses.fields(default):
         name = field.name
         if (name in NOT_TRAINING or name == "seed" or name not in args or args[name] == getattr(default, name)
-                or SUPPRESSED in getattr(field.type, "__metadata__", ())):
+                or SUPPRESSED in getattr(types[name], "__metadata__", ())):
             continue
         flag = "--" + name.replace("_", "-")
         if isinstance(args[name], bool):

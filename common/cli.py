@@ -78,14 +78,16 @@ def one_line_help(cls: type) -> type:
     """Hand tyro each field's docstring as one line, which --help wraps to the terminal's width. tyro keeps the
     line breaks of a docstring whose continuation lines are indented (it joins only lines that start with a
     letter), so --help would break its lines where the source does, mid-sentence. It reads a dataclass field's
-    "help" metadata before the docstring: that is where the joined text goes. Returns cls."""
+    "help" metadata before the docstring: that is where the joined text goes. The fields cls inherits (Args's from
+    Hyperparameters) are read in their own class's source. Returns cls."""
     if cls.__dict__.get("help_joined"):  # (once per process: reading the source takes tens of milliseconds)
         return cls
-    body = ast.parse(inspect.getsource(cls)).body[0].body
-    for node, doc in zip(body, body[1:]):
-        if isinstance(node, ast.AnnAssign) and isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant):
-            field = cls.__dataclass_fields__[node.target.id]
-            field.metadata = {**field.metadata, "help": " ".join(doc.value.value.split())}
+    for klass in [k for k in cls.__mro__ if dataclasses.is_dataclass(k)]:
+        body = ast.parse(inspect.getsource(klass)).body[0].body
+        for node, doc in zip(body, body[1:]):
+            if isinstance(node, ast.AnnAssign) and isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant):
+                field = cls.__dataclass_fields__[node.target.id]
+                field.metadata = {**field.metadata, "help": " ".join(doc.value.value.split())}
     cls.help_joined = True
     return cls
 

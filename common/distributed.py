@@ -9,6 +9,7 @@ word:
 - step_network: one gradient step of one network, its gradients averaged over the ranks
 - seed_everything, restore_run, end_of_run: common.runs' twins for several ranks (each rank seeds and restores its
   own random generators, every rank starts from rank 0's weights, rank 0 saves and speaks)
+- Run: common.runs.Run's twin, the few calls by which train() does all of this
 - Stopper: common.runs.CtrlC's twin, a Ctrl-C that every rank agrees on, stopping at the next step and saving the
   last complete update
 - checkpoint_state: what a checkpoint holds, every rank's random generators gathered, once check_weights_agree has
@@ -24,7 +25,8 @@ Like wrappers.py and resume.py, this module holds the originals of checked copie
 copy sits in its script under `# Copied from common.distributed.<name>`, `python -m common.check_copies` fails when
 one drifts and `--fix` rewrites it from here. The names used below but neither defined nor imported here are the
 carrying script's own: SCRIPT, Args, RunLog, fail, one_line_help, args_from_checkpoint, play, train,
-set_cudnn_flags, use_bf16, restore_agent, restore_rng, resumed_schedule, rng_states.
+set_cudnn_flags, use_bf16, restore_agent, restore_rng, resumed_schedule, rng_states, run_folder,
+videos_folder, evaluate_and_log.
 """
 
 from __future__ import annotations
@@ -260,12 +262,9 @@ def step_network(optimizer: optim.Optimizer, loss: torch.Tensor, parameters, arg
     parameters = list(parameters)  # (read twice below: a generator such as agent.parameters() would run dry)
     optimizer.zero_grad()
     loss.backward()
-    # Several ranks: average the gradients over them, so that every rank takes the same step, the one a single
-    # process holding all world_size x N x T samples would take (all but the advantages' normalization, which
-    # each rank does over its own minibatch).
-    all_ranks_mean_grads(parameters, args)
-    # Global grad-norm clipping: one norm over all the network's parameters together, rescaled to at most
-    # max_grad_norm, so one bad minibatch cannot make a huge step ([37] detail 11).
+    all_ranks_mean_grads(parameters, args)  # (torchrun: every process takes the same step, the mean one)
+    # Global gradient clipping ([37] detail 11): all gradients scaled down together to a norm of at most
+    # max_grad_norm, so one unlucky minibatch cannot take a huge step.
     nn.utils.clip_grad_norm_(parameters, args.max_grad_norm)
     optimizer.step()
 
@@ -369,6 +368,78 @@ class Stopper:
         evaluation found is rank 0's alone)."""
         while self.meet(evaluating=False):
             pass
+
+
+class Run:
+    """common.runs.Run's twin for the scripts that can train under torchrun: what train() needs that is not PPO,
+    behind a few calls. Here it also holds the processes (ranks, one a GPU or a share of the CPU) that torchrun
+    starts, each running N envs and averaging its gradients with the others, and Ctrl-C stops mid-update: check(),
+    called at every rollout step and before every gradient step, saves the last complete update and ends the run."""
+
+    def __init__(self, args: Args, ckpt: Optional[dict]):
+        self.args, self.ckpt = args, ckpt
+        self.rank, self.device = setup_distributed(args)  # under torchrun: this process's rank and its device
+        # the envs stepped together, N on each rank: global_step counts the steps of them all
+        self.parallel_envs = args.num_envs * args.world_size
+        seed_everything(args, self.rank, self.device)  # each rank's generators seeded with seed + rank
+        self.dir = run_folder(args)  # runs/<env-id>__<exp-name>__<seed>__<time>/, or the resumed run's own
+        # where --capture-video records (a resumed run: a folder of its own); None without it
+        self.videos = videos_folder(args, self.dir) if args.capture_video else None
+
+    def start(self, agent: nn.Module, optimizer: optim.Optimizer) -> tuple[int, int, RunLog]:
+        """(global_step, first update, log): 0 and 1 for a new run; for a resumed one the checkpoint's, with the
+        weights, the optimizer's state, this rank's random generators and the annealing schedule restored. Every
+        rank takes rank 0's weights. Opens the log (rank 0 writes it) and takes the first snapshot for Ctrl-C."""
+        self.agent, self.optimizer = agent, optimizer
+        global_step, start_iteration, self.schedule = restore_run(self.args, self.ckpt, agent, optimizer, self.device,
+                                                                  self.rank)
+        self.log = RunLog(self.args, self.dir, self.device, global_step, self.rank)
+        self.checkpoint_path = os.path.join(self.dir, "checkpoint.pt")
+        self.stopper = Stopper(self.args, self.rank, self.device)
+        self.stopper.snapshot = checkpoint_state(self.args, agent, optimizer, global_step, start_iteration - 1,
+                                                 self.schedule)
+        self.global_step = global_step
+        return global_step, start_iteration, self.log
+
+    def first_observation(self, envs) -> np.ndarray:
+        """Reset the envs for the first rollout: env i of rank r seeded from seed + r N + i and the step count (a
+        resumed run starts fresh episodes, not the ones it started with)."""
+        self.vector_env = envs  # (closed by close())
+        obs, _ = envs.reset(seed=self.args.seed + self.rank * self.args.num_envs + self.global_step)
+        return obs
+
+    def alpha(self, iteration: int) -> float:
+        """Table 5's alpha for update `iteration`: 1 - (i - 1) / num_iterations, falling from 1 toward 0. In a run
+        resumed with a larger --total-timesteps the schedule's scale makes it go on from its last value over the
+        added updates, never up (resumed_schedule); in every other run the scale is 1."""
+        return self.schedule["scale"] * (1.0 - (iteration - 1) / self.schedule["num_iterations"])
+
+    def check(self) -> None:
+        """Ctrl-C, under torchrun on any rank (the ranks agree on it: Stopper): save the last complete update and
+        end the run now (exit 130). Called between rollout steps and before gradient steps."""
+        if self.stopper.check():
+            self.close()
+
+    def evaluate(self, agent: nn.Module, global_step: int):
+        """evaluate_and_log on rank 0 (what it returns), while the other ranks wait for it (None)."""
+        if self.rank == 0:
+            return evaluate_and_log(self.args, agent, self.log, self.videos, global_step, self.stopper)
+        return self.stopper.wait_for_rank_0()
+
+    def after_update(self, iteration: int, global_step: int, last: bool = False) -> None:
+        """The end of update `iteration` (`last`: the run ends after it): the snapshot a Ctrl-C would save, taken on
+        every rank; rank 0 saves it every --checkpoint-every updates and after the last."""
+        self.global_step = global_step
+        self.stopper.snapshot = checkpoint_state(self.args, self.agent, self.optimizer, global_step, iteration,
+                                                 self.schedule)
+        every = self.args.checkpoint_every
+        if self.rank == 0 and (last or iteration == self.args.num_iterations or (every and iteration % every == 0)):
+            save_checkpoint(self.checkpoint_path, self.stopper.snapshot)
+
+    def close(self) -> None:
+        """End the run: end_of_run (a Ctrl-C's checkpoint, the log and the envs closed, the process group left; exit
+        130 after a Ctrl-C)."""
+        end_of_run(self.log, self.vector_env, self.checkpoint_path, self.stopper)
 
 
 def end_of_run(log: RunLog, envs, checkpoint_path: str, stopper: Stopper) -> None:

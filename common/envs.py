@@ -1,7 +1,9 @@
 """Making the environments, where several scripts do it word for word:
 
 - make_env, the wrapper stack of a Discrete-action env with flat observations: ppo_cartpole.py,
-  ppo_lunarlander_vec.py
+  ppo_lunarlander_vec.py; checked_env (gym.make, refusing what the script cannot train), what it calls, below the
+  fence of the same scripts (ppo_pendulum_continuous.py has its own, for continuous actions); record_video, below the
+  fence of the three MLP lessons
 - make_envs, N envs in one vector env with SAME_STEP autoreset, and worker_start_method, how its async workers
   start: every script with vector envs
 - make_worker_env, an env as an async worker makes it: ppo_lunarlander_vec.py, ppo_pendulum_continuous.py (the
@@ -25,8 +27,17 @@ import gymnasium as gym
 
 def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None) -> gym.Env:
     """The wrapper stack. RecordEpisodeStatistics reports each finished episode in info["episode"]."""
+    env = checked_env(args, render_mode="rgb_array" if video_folder else None)  # gym.make, refusing bad ids
+    if video_folder:
+        env = record_video(env, video_folder, video_trigger)
+    return gym.wrappers.RecordEpisodeStatistics(env)
+
+
+def checked_env(args: Args, render_mode: Optional[str]) -> gym.Env:
+    """gym.make(--env-id), or one line and exit 2 where it cannot be made or its spaces are not this script's: a
+    Discrete action space, a flat Box of observations."""
     try:
-        env = gym.make(args.env_id, render_mode="rgb_array" if video_folder else None)
+        env = gym.make(args.env_id, render_mode=render_mode)
     except gym.error.Error as e:  # unknown id, unknown version, missing optional dependency
         fail(f"cannot make --env-id {args.env_id!r}: {e}")
     if not isinstance(env.action_space, gym.spaces.Discrete):
@@ -35,23 +46,22 @@ def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None)
     if not (isinstance(env.observation_space, gym.spaces.Box) and len(env.observation_space.shape) == 1):
         fail(f"--env-id {args.env_id}: its observations are {env.observation_space}; this script needs a flat Box "
              "(for images use ppo_breakout_atari.py)")
-    if video_folder:
-        # Frames are drawn off-screen (rgb_array): tell SDL not to look for a display, which it would complain of.
-        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-        env = gym.wrappers.RecordVideo(env, video_folder, episode_trigger=video_trigger)
-    return gym.wrappers.RecordEpisodeStatistics(env)
+    return env
+
+
+def record_video(env: gym.Env, video_folder: str, video_trigger) -> gym.Env:
+    """env, its episodes recorded to MP4 in video_folder where video_trigger(episode) is true. The frames are drawn
+    off-screen (rgb_array): SDL is told not to look for a display, which it would complain of, and MuJoCo to draw
+    through EGL (its default, GLFW, needs one)."""
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    return gym.wrappers.RecordVideo(env, video_folder, episode_trigger=video_trigger)
 
 
 def make_envs(args: Args) -> gym.vector.VectorEnv:
-    """N copies of make_env in one vector env (train() has already made one, for the Agent, so the env is known
-    to work), stepped one after another in this process (sync) or each in a worker process of its own (async).
-
-    Autoreset: when one of the N envs ends, the vector env resets it by itself. Gymnasium >= 1.0 does that on
-    the NEXT step by default (that step's action is ignored and its "transition" is a reset, which must not
-    be trained on). SAME_STEP instead resets it within the step that ended it: the observation returned is
-    already the new episode's first, and the one the episode ended on is in info["final_obs"]. Every step
-    of the rollout is then a real transition, and truncated episodes can bootstrap from V(final obs).
-    """
+    """N copies of make_env in one vector env. An env that ends is reset by the vector env: by default (gymnasium
+    >= 1.0) on the NEXT step, a "transition" that must not be trained on; SAME_STEP resets it within the step
+    that ended it, so every step is a real transition, the last observation kept in info["final_obs"]."""
     thunk = functools.partial(make_worker_env, args)
     if args.vectorization_mode == "sync":
         return gym.vector.SyncVectorEnv([thunk] * args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)

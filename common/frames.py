@@ -29,10 +29,8 @@ def make_worker_env(args: Args) -> gym.Env:
 
 
 class Rollout:
-    """One rollout in NumPy, one [T, N] array per quantity (obs: [T, N, 4, 84, 84]).
-
-    The environments speak NumPy and the network torch: a row write here is many times cheaper than one into a
-    tensor, and the whole rollout is turned into tensors once per update."""
+    """What a rollout of T steps of N envs stores, one NumPy array [T, N] per quantity (obs: [T, N, 4, 84, 84]),
+    turned into tensors once per update."""
 
     def __init__(self, num_steps: int, num_envs: int, obs_shape: tuple):
         self.obs = np.zeros((num_steps, num_envs) + obs_shape, dtype=np.uint8)  # frames stay uint8

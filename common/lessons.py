@@ -55,13 +55,18 @@ class Lesson:
 # 248) to LunarLander -> Breakout (181 -> 187); the clip fractions' single read stayed Mario's own (in Breakout's 16
 # minibatches an update it saves nothing, and LunarLander -> Breakout would grow by 6 for it); then Mario's settings
 # were chosen in 250k-step runs (issue 28: the learning rates constant, and lambda's comment says why it stays
-# Breakout's), +2. Where a bound is above its aim (common.diff_matrix.AIMS), README's pair heading and
+# Breakout's), +2; then (issue 58) the flags for running a script and their imports moved below the fence, each
+# pixel lesson's bad-input checks left make_env for a checked_env below it (as the MLP lessons' had), Pendulum's for
+# a checked_env and the shared record_video: CartPole -> LunarLander 109 -> 108, LunarLander -> Pendulum 161 -> 159,
+# LunarLander -> Breakout 187 -> 163, and Breakout -> Mario 250 -> 253 (the two games' checks, different by nature,
+# now side by side in their checked_env below the fence). Where a bound is above its aim (common.diff_matrix.AIMS), README's pair heading and
 # benchmarks/README.md say what the rest of that diff is.
 # Each lesson's figures: the runs its docstring's "What you should see" quotes (every number there is read off
-# these runs' committed curves CSVs). Breakout quotes three budgets, 2M frames (the CPU run of its Usage), the
-# default 10M and the published 40M, so it shows the three figures, in that order; Mario quotes its 249,856-step run
-# and the same run resumed to the flag, which is ppo_mario_cnn-long.png (ppo_mario_cnn.png is an older,
-# 122,880-step comparison of the action sets that the docstring does not quote).
+# these runs' committed curves CSVs, and its subsection "... what you should see, in full" in benchmarks/README.md
+# has them all). Breakout's points to its 2M-frame figure (the CPU run of its Usage) "and the longer runs' beside it",
+# the default 10M and the published 40M, so it shows the three figures, in that order; Mario's quotes the run resumed
+# to the flag, ppo_mario_cnn-long.png (ppo_mario_cnn.png is an older, 122,880-step comparison of the action sets
+# that the docstring does not quote).
 _RESULTS = "benchmarks/results/"
 LESSONS = (
     Lesson("ppo_cartpole.py", "CartPole-v1", pixels=False, figures=(
@@ -70,7 +75,7 @@ LESSONS = (
                "the default 100k steps, against the target 475; on 2 CPU cores.",
                "Learning curves of ppo_cartpole.py on CartPole-v1: the five seeds' returns rise from about 20 to "
                "500 by 50k steps, where they stay but for one seed's dips, and end at 500."),)),
-    Lesson("ppo_lunarlander_vec.py", "LunarLander-v3", pixels=False, neighbour="ppo_cartpole.py", bound=109, figures=(
+    Lesson("ppo_lunarlander_vec.py", "LunarLander-v3", pixels=False, neighbour="ppo_cartpole.py", bound=108, figures=(
         Figure(_RESULTS + "ppo_lunarlander_vec.png",
                "Left: the return (mean of the last 20 training episodes) of 3 seeds, their mean and min-max band, "
                "over the default 1M steps, target 200. Right: the greedy policy's evaluations, target 250. On 2 "
@@ -78,7 +83,7 @@ LESSONS = (
                "Learning curves of ppo_lunarlander_vec.py on LunarLander-v3: the three seeds' training returns "
                "rise from about -200 to about 280 over 1M steps; the greedy evaluations from about -100 to about "
                "275."),)),
-    Lesson("ppo_pendulum_continuous.py", "Pendulum-v1", pixels=False, neighbour="ppo_lunarlander_vec.py", bound=161,
+    Lesson("ppo_pendulum_continuous.py", "Pendulum-v1", pixels=False, neighbour="ppo_lunarlander_vec.py", bound=159,
            figures=(
         Figure(_RESULTS + "ppo_pendulum_continuous.png",
                "Left: the return (mean of the last 20 training episodes) of --objective clip and of kl, each the "
@@ -88,7 +93,7 @@ LESSONS = (
                "returns rise from about -1200 to about -170 by 100k steps and stay there; the evaluations end "
                "near -150."),)),
     Lesson("ppo_breakout_atari.py", "BreakoutNoFrameskip-v4", pixels=True, neighbour="ppo_lunarlander_vec.py",
-           bound=187, figures=(
+           bound=163, figures=(
         Figure(_RESULTS + "ppo_breakout_atari.png",
                "2M frames (--total-timesteps 500000 --no-cuda). Left: the score (mean of the last 20 whole games); "
                "right: the evaluations (3 sampled games). bf16 and fp32, each the mean of 2 seeds with its min-max "
@@ -108,7 +113,7 @@ LESSONS = (
                "Breakout learning curves over 40M frames: four runs' scores rise from 0 to 350-420, beside SB3's "
                "curve ending near 390 and CleanRL's final 415 with its error bar."),
     )),
-    Lesson("ppo_mario_cnn.py", "SuperMarioBros-v0", pixels=True, neighbour="ppo_breakout_atari.py", bound=250,
+    Lesson("ppo_mario_cnn.py", "SuperMarioBros-v0", pixels=True, neighbour="ppo_breakout_atari.py", bound=253,
            figures=(
         Figure(_RESULTS + "ppo_mario_cnn-long.png",
                "Seed 1: the 249,856-step run with the defaults, resumed with --target-flag-rate 0.5 to its end at "
@@ -123,3 +128,81 @@ SCRIPTS = tuple(lesson.script for lesson in LESSONS)
 MODULES = tuple(lesson.module for lesson in LESSONS)
 # (from, to): bound, in reading order of the `to` lesson: the diffs README walks through.
 NEIGHBOURS = {(lesson.neighbour, lesson.script): lesson.bound for lesson in LESSONS if lesson.neighbour}
+
+
+# A lesson's "Try this": experiments a learner predicts and then runs. The docstring lays each out as
+#     python ppo_x.py --flag value                 (the command, 4 spaces in)
+#         Predict: the question to answer before running (8 spaces in; it may run over more lines)
+#         Answer: what happened and the mechanism (likewise)
+#         Measured: the evidence, on one line
+# under a header "Try this (...)" that says what the measured figures are (it may take two lines). The studies'
+# lessons have their "Measured" lines written by `python -m benchmarks.ablations --write-try-this`; the pixel
+# lessons' are held to their runs by tests/test_docstring_figures.py.
+LABELS = ("Predict", "Answer", "Measured")
+
+
+@dataclass(frozen=True)
+class Experiment:
+    command: str
+    predict: str  # each text joined into one line
+    answer: str
+    measured: str
+
+
+def try_this(docstring: str) -> tuple[str, list[Experiment]]:
+    """The "Try this" part of a lesson's docstring: its header (joined into one line) and its experiments; raises
+    ValueError on anything out of the layout above."""
+    lines = docstring.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("Try this (")), None)
+    if start is None:
+        raise ValueError('no "Try this (" header')
+    end = start
+    while not lines[end].endswith(")"):
+        end += 1
+    header = " ".join(line.strip() for line in lines[start:end + 1])
+    items: list[dict] = []
+    label = None
+    for line in lines[end + 1:]:
+        if not line:
+            break
+        if line.startswith("    python "):
+            items.append({"command": line.strip()})
+            label = None
+        elif line.startswith("        ") and items:
+            text = line.strip()
+            name = text.split(":", 1)[0]
+            if name in LABELS:
+                if name in items[-1] or list(items[-1]) != ["command", *LABELS[:LABELS.index(name)]]:
+                    raise ValueError(f"{items[-1]['command']}: {name!r} out of the order {LABELS}")
+                label, items[-1][name] = name, text.split(":", 1)[1].strip()
+            elif label in ("Predict", "Answer"):
+                items[-1][label] += " " + text
+            else:
+                raise ValueError(f"{items[-1]['command']}: a line outside Predict/Answer: {text!r}")
+        else:
+            raise ValueError(f"not an experiment's line: {line!r}")
+    for item in items:
+        if list(item) != ["command", *LABELS]:
+            raise ValueError(f"{item['command']}: needs {', '.join(LABELS)}, has {', '.join(list(item)[1:])}")
+    if not items:
+        raise ValueError('"Try this" holds no experiment')
+    return header, [Experiment(i["command"], i["Predict"], i["Answer"], i["Measured"]) for i in items]
+
+
+# A lesson's command line is two dataclasses: Hyperparameters, PPO's, at the top of the file, and Args(Hyperparameters)
+# below the fence, which adds the flags for running the script (seed, device, video, checkpoints, resume, play, ...).
+CLI_CLASSES = ("Hyperparameters", "Args")
+
+
+def cli_fields(tree) -> list[tuple]:
+    """Each field of the lesson's Hyperparameters and Args, in --help's order, as (the field's ast.AnnAssign, the
+    statement after it: its docstring, if it has one). `tree` is the lesson's ast.Module."""
+    import ast
+
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef) and node.name in CLI_CLASSES}
+    fields = []
+    for name in CLI_CLASSES:
+        body = classes[name].body
+        fields += [(node, body[i + 1] if i + 1 < len(body) else None)
+                   for i, node in enumerate(body) if isinstance(node, ast.AnnAssign)]
+    return fields

@@ -22,19 +22,16 @@ import torch.nn as nn
 
 
 def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias_const: float = 0.0) -> nn.Module:
-    """Orthogonal weights with gain `std`, zero biases ([37] detail 2). sqrt(2) is the ReLU gain (tanh's is 5/3);
-    the reference implementations (openai/baselines, CleanRL) give it to their hidden layers, ReLU and tanh alike."""
+    """Orthogonal weights with gain `std`, zero biases ([37] detail 2): an orthogonal matrix keeps its input's
+    length (times the gain), so no layer starts out shrinking or blowing up the signal."""
     torch.nn.init.orthogonal_(layer.weight, std)
     torch.nn.init.constant_(layer.bias, bias_const)
     return layer
 
 
 def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarray, rollout: Rollout):
-    """Run the current policy pi_old for T steps in the N envs, filling `rollout`.
-
-    Returns the observation to continue from, V of it (last_value, for GAE) and the episodes that ended, as
-    (step, return, length) tuples.
-    """
+    """Run pi_old for T steps in the N envs, filling `rollout`. Returns the observation to go on from, V of it
+    (last_value, for GAE) and the episodes that ended, as (step, return, length)."""
     device = next(agent.parameters()).device
     episodes = []
     for step in range(len(rollout.obs)):
@@ -48,12 +45,10 @@ def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarr
         rollout.dones[step] = terminated | truncated
         rollout.final_values[step] = 0.0  # terminated: the MDP ended, there is no future reward, V(s_{t+1}) = 0
         if "final_obs" in info:
-            # Some envs ended at this step and were already reset (SAME_STEP): next_obs holds the first
-            # observation of their new episode, and info["final_obs"] the one they ended on.
-            # A truncated episode was cut by a time limit in a state that is not terminal, and the agent would
-            # have collected more reward: bootstrap from V(final observation) ([TL]). Termination wins:
-            # gymnasium's TimeLimit also sets truncated on the limit step when the episode terminated there,
-            # and then the MDP ended (V = 0) whatever the clock says.
+            # Some envs ended here and were reset already (SAME_STEP): next_obs is their new episode's first
+            # observation, info["final_obs"] the one they ended on. Truncated: a time limit cut the episode where
+            # more reward would have come, so bootstrap from V(final observation) ([TL]). Termination wins:
+            # TimeLimit also sets truncated when the episode terminated on the limit step, and then V = 0.
             bootstrap = truncated & ~terminated
             if bootstrap.any():
                 final_obs = np.stack(info["final_obs"][bootstrap]).astype(np.float32)
@@ -69,12 +64,15 @@ def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarr
 
 
 def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, gae_lambda: float) -> np.ndarray:
-    """Generalized Advantage Estimation over a rollout, backwards in time. NumPy arrays of shape [T] (or [T, N]).
+    """Generalized Advantage Estimation ([GAE]), backwards over a rollout. NumPy arrays [T] (or [T, N]).
 
-    dones[t] = 1 where an episode ended at step t, by termination or truncation: no advantage flows back
-    across it. final_values[t], read only there, is the V(s_{t+1}) the return should see, as the rollout set it:
-    0 after a termination, V(final observation) after a truncation. last_value = V(s_T), the state after the
-    rollout's last step.
+    A k-step estimate of A_t sums k rewards, then trusts V: r_t + ... + gamma^(k-1) r_{t+k-1} + gamma^k V(s_{t+k})
+    - V(s_t). Small k leans on V (little variance, but V's bias); large k on the rewards (no bias, much variance).
+    GAE averages them all with weights (1 - lambda) lambda^(k-1): lambda = 0 is the one-step delta_t, lambda = 1
+    the whole return minus V. The average sums to the recursion below.
+
+    dones[t] = 1 where an episode ended at step t: no advantage flows back across it, and final_values[t] is its
+    V(s_{t+1}), 0 after a termination, V(final observation) after a truncation. last_value = V(s_T).
     """
     # V(s_{t+1}) for every step: the next row's value, last_value after the last row, final_values at ends.
     next_values = np.where(dones == 1, final_values, np.concatenate([values[1:], [last_value]]))
@@ -92,10 +90,10 @@ def compute_gae(rewards, values, dones, final_values, last_value, gamma: float, 
 def clipped_surrogate_loss(ratio: torch.Tensor, advantages: torch.Tensor, clip_coef: float) -> torch.Tensor:
     """-L^CLIP, to minimize. L^CLIP = E[min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t)]      (paper eq. 7)
 
-    The min makes it a pessimistic bound: once the ratio r_t has moved past 1 + eps (A > 0) or below 1 - eps
-    (A < 0), the clipped term is the smaller one and its gradient is zero (the flat parts of Figure 1). That takes
-    away the incentive to move r_t further, not the move itself: a step taken for other samples can still carry
-    it past the range.
+    By cases (the paper's Figure 1). A_t > 0, an action better than average: L^CLIP grows with r_t up to 1 + eps,
+    then is flat, so nothing is gained by making a_t more likely than that. A_t < 0: it grows as r_t falls to
+    1 - eps, then is flat. The min keeps the unclipped term where it is smaller, so a move the wrong way is never
+    clipped away. Flat means a zero gradient: the clip removes the incentive to push r_t further, not the move.
     """
     unclipped = ratio * advantages
     clipped = torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef) * advantages
@@ -106,11 +104,8 @@ def clipped_value_loss(newvalue, oldvalue, returns, vf_clip_coef: float) -> torc
     """L^VF with the value clipped like the ratio ([37] detail 9):
     0.5 * max((V - V^targ)^2, (V_old + clip(V - V_old, -eps_v, eps_v) - V^targ)^2)
 
-    Like L^CLIP, a pessimistic bound: a step that moves V further than eps_v from the V that collected the
-    data earns no more credit for it. The paper uses the plain squared error; the reference implementations
-    (openai/baselines, CleanRL) clip. [37] ran no ablation of it; it cites Engstrom et al. 2020 (arXiv:2005.12729),
-    who found no evidence that it helps, and Andrychowicz et al. 2021 (arXiv:2006.05990), whose decision C13 found
-    that it hurts. `--no-clip-vloss` turns it off.
+    Like L^CLIP, a pessimistic bound: moving V further than eps_v from the V that collected the data earns no
+    more credit. The paper uses the plain squared error; baselines and CleanRL clip (whether it helps: README.md).
     """
     clipped = oldvalue + torch.clamp(newvalue - oldvalue, -vf_clip_coef, vf_clip_coef)
     return 0.5 * torch.max((newvalue - returns) ** 2, (clipped - returns) ** 2).mean()

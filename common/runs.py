@@ -3,7 +3,8 @@
 - RunLog: the run folder, TensorBoard (CleanRL's tag names), the progress bar and the steps per second: every
   script (only rank 0 writes under torchrun)
 - explained_variance: the critic's diagnostic logged after every update: every script
-- seed_everything, restore_run, CtrlC, end_of_run: the scripts that train in one process (ppo_cartpole.py,
+- Run, the few calls by which train() seeds, resumes, logs, checkpoints and stops on Ctrl-C, and what it calls
+  (seed_everything, restore_run, CtrlC, end_of_run): the scripts that train in one process (ppo_cartpole.py,
   ppo_lunarlander_vec.py, ppo_pendulum_continuous.py); the torchrun scripts have twins in common.distributed
 - run_folder, videos_folder: every script
 - adam, torch's Adam with its update batched over the parameter tensors: every script
@@ -11,7 +12,7 @@
 Like wrappers.py and resume.py, this module holds the originals of checked copies and no script imports it: each copy sits in
 its script under `# Copied from common.runs.<name>`, `python -m common.check_copies` fails when one drifts and
 `--fix` rewrites it from here. The names used below but neither defined nor imported here are the carrying script's
-own: SCRIPT, Args, restore_agent, resumed_schedule, restore_rng.
+own: SCRIPT, Args, restore_agent, resumed_schedule, restore_rng, save_checkpoint.
 """
 
 from __future__ import annotations
@@ -114,6 +115,67 @@ class RunLog:
         self.progress.close()
         if self.writer is not None:
             self.writer.close()
+
+
+class Run:
+    """What train() needs that is not PPO, behind a few calls: the seeds and the device, the run folder, its log,
+    what --resume restores, the annealing schedule, the checkpoints and Ctrl-C. train() makes one first, calls
+    start() once the agent and the optimizer exist, first_observation() once, alpha() at each update,
+    after_update() at the end of each, and close() when the loop is done."""
+
+    def __init__(self, args: Args, ckpt: Optional[dict]):
+        self.args, self.ckpt = args, ckpt
+        self.device = seed_everything(args)  # Python's, NumPy's and torch's generators seeded; the device
+        self.dir = run_folder(args)  # runs/<env-id>__<exp-name>__<seed>__<time>/, or the resumed run's own
+        # where --capture-video records (a resumed run: a folder of its own); None without it
+        self.videos = videos_folder(args, self.dir) if args.capture_video else None
+
+    def start(self, agent: nn.Module, optimizer: optim.Optimizer, **modules: nn.Module) -> tuple[int, int, RunLog]:
+        """(global_step, first update, log): 0 and 1 for a new run; for a resumed one the checkpoint's, with the
+        weights, the optimizer's state, the random generators, the annealing schedule and each of `modules` (by its
+        name in the checkpoint) restored. Opens the log (TensorBoard, the progress bar); from here on Ctrl-C asks
+        for a clean stop: the update finishes, a checkpoint is saved, the script exits."""
+        self.agent, self.optimizer = agent, optimizer
+        global_step, start_iteration, self.schedule = restore_run(self.args, self.ckpt, agent, optimizer, self.device)
+        for name, module in modules.items():
+            if self.ckpt:
+                module.load_state_dict(self.ckpt[name])
+        self.log = RunLog(self.args, self.dir, self.device, global_step)
+        self.checkpoint_path = os.path.join(self.dir, "checkpoint.pt")
+        self.ctrl_c = CtrlC()
+        self.global_step = global_step
+        return global_step, start_iteration, self.log
+
+    def first_observation(self, envs) -> np.ndarray:
+        """Reset the env(s) for the first rollout, seeded from --seed (a vector env's env i from seed + i) and the
+        step count: a resumed run starts fresh episodes, not the ones it started with."""
+        self.vector_env = envs  # (closed by close())
+        obs, _ = envs.reset(seed=self.args.seed + self.global_step)
+        return obs
+
+    def state(self, name: str, default):
+        """The checkpoint's `name` in a resumed run, `default` in a new one."""
+        return self.ckpt[name] if self.ckpt else default
+
+    def alpha(self, iteration: int) -> float:
+        """Table 5's alpha for update `iteration`: 1 - (i - 1) / num_iterations, falling from 1 toward 0. In a run
+        resumed with a larger --total-timesteps the schedule's scale makes it go on from its last value over the
+        added updates, never up (resumed_schedule); in every other run the scale is 1."""
+        return self.schedule["scale"] * (1.0 - (iteration - 1) / self.schedule["num_iterations"])
+
+    def after_update(self, iteration: int, global_step: int, **state) -> bool:
+        """The end of update `iteration`: a checkpoint every --checkpoint-every updates, after the last and after a
+        Ctrl-C (with `state`, what else this script's checkpoint keeps). True when the run must stop (Ctrl-C)."""
+        stop, self.global_step = self.ctrl_c.requested, global_step
+        every = self.args.checkpoint_every
+        if stop or iteration == self.args.num_iterations or (every and iteration % every == 0):
+            save_checkpoint(self.checkpoint_path, self.args, self.agent, self.optimizer, global_step, iteration,
+                            self.schedule, **state)
+        return stop
+
+    def close(self) -> None:
+        """Close the log and the env(s), say where the checkpoint is; exit 130 after a Ctrl-C."""
+        end_of_run(self.log, self.vector_env, self.checkpoint_path, self.global_step, self.ctrl_c.requested)
 
 
 def explained_variance(returns: np.ndarray, values: np.ndarray) -> float:

@@ -29,11 +29,12 @@ import gymnasium as gym
 import numpy as np
 
 
+# The count is drawn as gymnasium's AtariPreprocessing draws it, from the env's own np_random
+# (tests/test_atari_wrappers.py compares the two).
 class NoopReset(gym.Wrapper):
-    """On reset, take a random number (1 to noop_max) of NOOP actions, so that episodes start from different
-    states: the emulator is deterministic, and a policy could otherwise memorize one opening. The count is
-    drawn from the env's own np_random, as gymnasium's AtariPreprocessing draws it, so a seeded reset
-    repeats."""
+    """On reset, take a random number (1 to noop_max) of NOOP actions. The emulator is deterministic: without
+    this every episode would start from the same state, and a policy could memorize one opening. The count comes
+    from the env's np_random, so a seeded reset repeats."""
 
     def __init__(self, env: gym.Env, noop_max: int = 30):
         super().__init__(env)
@@ -49,14 +50,14 @@ class NoopReset(gym.Wrapper):
         return obs, info
 
 
+# Differs from gymnasium's MaxAndSkipObservation, and baselines' and SB3's MaxAndSkipEnv, only when the episode
+# ends before the last frame of a skip: those max two buffers still holding frames of an earlier step, this one
+# the last two frames actually seen (or the one, if the episode ended on the first).
 class MaxAndSkip(gym.Wrapper):
-    """Repeat each action for `skip` frames and sum their rewards; return the pixel-wise max of the last two
-    frames. The agent decides `skip` times less often, and an object that the game draws on only one of the
-    last two frames (a flickering sprite) still shows in the observation.
-
-    Differs from gymnasium's MaxAndSkipObservation, and baselines' and SB3's MaxAndSkipEnv, only when the
-    episode ends before the last frame of a skip: those max two buffers still holding frames of an earlier
-    step, this one the last two frames actually seen (or the one, if the episode ended on the first)."""
+    """Frame skip: repeat each action for `skip` frames and sum their rewards into one r_t, so the agent acts
+    `skip` times less often (fewer steps to run the network on and to carry credit back over). The observation is
+    the pixel-wise max of the last two frames: games draw some objects only on every other frame (flicker), and
+    the max keeps them in view."""
 
     def __init__(self, env: gym.Env, skip: int = 4):
         super().__init__(env)
@@ -73,14 +74,14 @@ class MaxAndSkip(gym.Wrapper):
         return frame, total_reward, terminated, truncated, info
 
 
+# Differs from gymnasium's AtariPreprocessing(terminal_on_life_loss=True), whose reset after a lost life restarts
+# the game from its beginning. RecordEpisodeStatistics goes BELOW this wrapper, so that its episodes are whole games
+# (all lives), the score people report.
 class EpisodicLife(gym.Wrapper):
-    """Losing a life ends the training episode (terminated=True, so no value is bootstrapped past a death),
-    but not the game: the reset that follows continues the game where it is, and only a game over resets
-    the emulator. The agent learns that dying is final, yet still sees the later, harder parts of the game.
-
-    Differs from gymnasium's AtariPreprocessing(terminal_on_life_loss=True), whose reset after a lost life
-    restarts the game from its beginning. Wrap the env in RecordEpisodeStatistics BELOW this wrapper: its
-    episodes are then whole games (all lives), the score people report."""
+    """Episodic life: losing a life ends the training episode (terminated = True, so no V(s_{t+1}) is bootstrapped
+    past a death: the return stops there), but not the game. The reset that follows carries on where the game is;
+    only a game over restarts the emulator. The agent learns that a death ends its rewards, yet still sees the
+    later, harder parts of the game."""
 
     def __init__(self, env: gym.Env):
         super().__init__(env)
@@ -106,19 +107,17 @@ class EpisodicLife(gym.Wrapper):
         return obs, info
 
 
+# Differs from baselines' FireResetEnv (baselines/common/atari_wrappers.py), and so from SB3's, which CleanRL's
+# ppo_atari.py uses: those press FIRE and then action 2 (RIGHT in Breakout), each followed by a reset if the game
+# ended; baselines' source gives no reason for the second press. Here the policy chooses that step itself: an
+# episode starts one agent step (4 frames) earlier and, at a game's start, with Breakout's paddle 12 pixels left
+# of where that RIGHT moves it. With SB3's FireResetEnv in its place, make_env's frames, rewards, ends and lives
+# are SB3's AtariWrapper's step for step, but for MaxAndSkip's frame at a game over (tests/test_atari_wrappers.py).
+# Kept because every committed Breakout run, and agents/breakout.pt, was trained with FIRE alone.
 class FireReset(gym.Wrapper):
-    """Press FIRE on every reset, in games that wait for it (Breakout: it launches the ball), so that no
-    episode starts with the game waiting for the policy to press it. With EpisodicLife below, that includes
-    the reset after each lost life.
-
-    Differs from baselines' FireResetEnv (baselines/common/atari_wrappers.py), and so from SB3's, which CleanRL's
-    ppo_atari.py uses: those press FIRE and then action 2 (RIGHT in Breakout), each followed by a reset if the
-    game ended; baselines' source gives no reason for the second press. Here the policy chooses that step
-    itself: an episode starts one agent step (4 frames) earlier and, at a game's start, with Breakout's paddle
-    12 pixels left of where that RIGHT moves it. With SB3's FireResetEnv in its place, make_env's frames,
-    rewards, ends and lives are SB3's AtariWrapper's step for step, but for MaxAndSkip's frame at a game over
-    (tests/test_atari_wrappers.py). Kept because every committed Breakout run, and agents/breakout.pt, was
-    trained with FIRE alone."""
+    """Press FIRE on every reset, in games that wait for it (Breakout: it launches the ball), so that no episode
+    starts stalled until the policy happens to press it. With EpisodicLife below, that includes the reset after
+    each lost life."""
 
     def __init__(self, env: gym.Env):
         super().__init__(env)
@@ -132,12 +131,13 @@ class FireReset(gym.Wrapper):
         return obs, info
 
 
+# OpenCV's RGB-to-gray weights (0.299, 0.587, 0.114) give exactly the ALE's own grayscale screen, the one
+# gymnasium's AtariPreprocessing reads; INTER_AREA averages the pixels each output pixel covers, as
+# AtariPreprocessing resizes (tests/test_atari_wrappers.py compares the two).
 class GrayscaleResize(gym.ObservationWrapper):
-    """RGB frame -> grayscale -> size x size (84 x 84), uint8, as DQN preprocessed Atari frames: 84 x 84 =
-    7,056 numbers per frame, 14x fewer than an Atari screen (210 x 160 x 3), 26x fewer than the NES's
-    (240 x 256 x 3). OpenCV's RGB-to-gray weights (0.299, 0.587, 0.114) give exactly the ALE's own
-    grayscale screen, the one gymnasium's AtariPreprocessing reads; INTER_AREA averages the pixels each output
-    pixel covers, as AtariPreprocessing resizes."""
+    """RGB frame -> grayscale -> size x size (84 x 84), uint8, as DQN preprocessed Atari frames: colour and fine
+    detail tell the policy little, and 84 x 84 = 7,056 numbers a frame is 14x fewer than an Atari screen
+    (210 x 160 x 3), 26x fewer than the NES's (240 x 256 x 3)."""
 
     def __init__(self, env: gym.Env, size: int = 84):
         super().__init__(env)
@@ -149,19 +149,23 @@ class GrayscaleResize(gym.ObservationWrapper):
         return cv2.resize(gray, (self.size, self.size), interpolation=cv2.INTER_AREA)
 
 
+# Differs from gymnasium's ClipReward(-1, 1) for rewards strictly between -1 and 1 (0.5 stays 0.5 there, becomes 1
+# here); Atari scores are integers.
 class ClipReward(gym.RewardWrapper):
-    """Reward -> its sign (-1, 0 or +1), as in DQN and the PPO paper's Atari runs: one learning rate and one
-    value scale then suit every game, whatever its points. Differs from gymnasium's ClipReward(-1, 1) for
-    rewards strictly between -1 and 1 (0.5 stays 0.5 there, becomes 1 here); Atari scores are integers."""
+    """Reward clipping: r_t -> its sign (-1, 0 or +1), as in DQN and the PPO paper's Atari runs. Returns and V
+    then keep a similar scale in every game, whatever its points, so one learning rate and one set of
+    hyperparameters suit them all; the price: Breakout's 7-point brick counts no more than a 1-point one."""
 
     def reward(self, reward):
         return float(np.sign(reward))
 
 
+# The padding after a reset is gymnasium's FrameStackObservation's default.
 class FrameStack(gym.Wrapper):
-    """Observation = the last k frames, stacked on a new first axis ([k, 84, 84], uint8): one frame shows
-    where things are but not which way they move, a stack of frames does. After a reset, the first frame fills
-    all k slots (as gymnasium's FrameStackObservation pads by default)."""
+    """Frame stack: the observation s_t is the last k frames, stacked on a new first axis ([k, 84, 84], uint8).
+    One frame shows where things are, not where they are going: Breakout's ball has a velocity only in the change
+    from frame to frame, and pi(a|s_t) needs it to move the paddle to where the ball will be. After a reset, the
+    first frame fills all k slots."""
 
     def __init__(self, env: gym.Env, k: int = 4):
         super().__init__(env)
@@ -181,23 +185,12 @@ class FrameStack(gym.Wrapper):
 
 
 class ToGymnasium(gym.Env):
-    """A gymnasium env around an env of either API: the old gym one (reset() -> obs, step() -> obs, reward, done,
-    info: gym-super-mario-bros 7.x with nes-py 8.x, the releases below Python 3.13) or gymnasium's (reset(seed,
-    options) -> obs, info, step() -> obs, reward, terminated, truncated, info: 9.x, from Python 3.13). Which one
-    is read off the env's class, once.
-
-    An old env's `done` becomes terminated, or truncated where gym's TimeLimit said so in
-    info["TimeLimit.truncated"]. Observations are copied: nes-py returns a view of the emulator's screen, which
-    the next frame overwrites (MaxAndSkip keeps two frames). render() returns the last screen (rgb_array, for
-    RecordVideo), so both APIs record the same way.
-
-    The reward is 7.x's on either release: x moved since the last frame (0 for a jump of more than 5 pixels, as
-    at a death), plus the clock's tick (-1 when it ticks) and -25 on dying, the sum clipped to [-15, 15]. 9.x's
-    own reward pays x only past the furthest x of the episode so far, and adds points / 100, 5 a coin, +-5 a
-    power-up won or lost and 50 at the flag (info["reward_components"] holds its terms): MarioReward above pays
-    points and the flag itself, so those would count twice, and the coins and power-ups would be new to the
-    lesson. From 9.x's info, the time and death terms are 7.x's as they are, and x moved is read off
-    info["x_pos"]."""
+    """A gymnasium env around gym-super-mario-bros 7.x (the old gym API, below Python 3.13) or 9.x (gymnasium's):
+    an old env's `done` becomes terminated, or truncated where gym's TimeLimit said so, and the screen is copied
+    (nes-py's is a view that the next frame overwrites). The reward is 7.x's on both: x moved since the last frame
+    (0 for a jump of more than 5 pixels, as at a death), -1 when the clock ticks and -25 on dying, clipped to
+    [-15, 15]. 9.x's own also pays points and the flag, which MarioReward pays itself, so 7.x's is rebuilt from
+    9.x's info (benchmarks/README.md, "Two releases of the env")."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 60}  # the NES draws 60 frames a second
 
@@ -242,18 +235,14 @@ class ToGymnasium(gym.Env):
 
 
 class MarioReward(gym.Wrapper):
-    """The terms of uvipen/Super-mario-bros-PPO-pytorch's reward shaping (src/env.py, CustomReward) that apply on
-    every level, on the env's own reward r (x progress, clock and death penalties): r + (score gained) / 40, then
-    +50 when the episode ends with the flag reached and -50 when Mario dies, all divided by 10. Points (coins,
-    enemies, blocks) pay a little, the goal pays most, and the division by 10 scales the returns the value
-    function has to fit down by as much.
-    (ToGymnasium below gives r as gym-super-mario-bros 7.x defines it on 9.x too, whose own reward pays points
-    and the flag itself.)
-
-    Not taken from CustomReward: its -50 at any episode end without the flag, a time limit's included (here a
-    truncated episode gets neither +50 nor -50), and its terms for the maze levels 4-4 and 7-4, which end the
-    episode with -50 where Mario takes a wrong path. Reads info["score"] and info["flag_get"] of each step; put it
-    above MaxAndSkip, where a step's score difference covers its 4 frames."""
+    """The reward shaping of uvipen/Super-mario-bros-PPO-pytorch (src/env.py, CustomReward), its terms for every
+    level. The env's own reward r (ToGymnasium's) pays progress: the x moved since the last frame (moving right
+    pays, moving left costs), -1 each tick of the game's clock (time costs) and -25 on dying, so an episode's
+    return grows with how far and how fast Mario gets. On top of r: the points gained (coins, enemies, blocks) / 40,
+    +50 when the episode ends at the flag and -50 when Mario dies, all divided by 10, which scales down the returns
+    the value function has to fit. Not taken: CustomReward's -50 at a time limit (here a truncated episode gets
+    neither) and its terms for the maze levels 4-4 and 7-4. Put it above MaxAndSkip, where a step's score
+    difference covers its 4 frames."""
 
     def __init__(self, env: gym.Env):
         super().__init__(env)

@@ -475,20 +475,17 @@ def _tokens(item: str) -> list[str]:
     return list(dict.fromkeys(token for token in tokens if token))
 
 
-def item_target(diff: PairDiff, item: str) -> Piece | None:
-    """The piece an item describes: the first piece, in the diff's order, that the first test below finds for any
-    of the item's backticked words (tests in turn, words in turn within a test):
-    1. a changed line defines it (`def name`, `class name`);
-    2. a changed line of code lies in its definition (in b, else in a);
-    3. a `--flag`'s field (`flag_name: ...`) is a changed line;
-    4. the word is in a changed line's code;
-    5. the word is in a changed line;
-    and, for an item whose words match nothing, a number of the item that is an Args field's changed default."""
-    tokens = _tokens(item)
+def _namers(diff: PairDiff):
+    """The tests by which an item's backticked word names a piece of the diff, in the order item_target tries them,
+    and the piece's lines, as (side, line, its text, its code):
+    1. defines: a changed line defines it (`def name`, `class name`);
+    2. inside: a changed line of code lies in its definition (in b, else in a);
+    3. flag: a `--flag`'s field (`flag_name: ...`) is a changed line;
+    4. in_code: the word is in a changed line's code;
+    5. anywhere: the word is in a changed line (prose too)."""
     defs = {"a": _defs("\n".join(diff.a.lines)), "b": _defs("\n".join(diff.b.lines))}
-    pieces = diff.pieces
 
-    def lines(piece):  # (side, line, its text, its code) of each of the piece's lines
+    def lines(piece):
         return [(s, n, diff.text(s)[n - 1], diff.code(s).get(n, "")) for s in "ab" for n in piece.lines(s)]
 
     def word(token):
@@ -514,16 +511,51 @@ def item_target(diff: PairDiff, item: str) -> Piece | None:
     def anywhere(token, piece):
         return any(word(token).search(text) for _, _, text, _ in lines(piece))
 
-    for test in (defines, inside, flag, in_code, anywhere):  # the first piece a test finds, words in turn
-        found = next((piece for token in tokens for piece in pieces if test(token, piece)), None)
+    return (defines, inside, flag, in_code, anywhere), lines
+
+
+def _default_number(number: str, piece: Piece, lines) -> bool:
+    """Whether `number` is the changed default of a field (`name: type = number`) in the piece's b side."""
+    pattern = re.compile(r"^\s*\w+\s*:[^=]*=\s*" + re.escape(number) + r"\b")
+    return any(s == "b" and pattern.match(code) for s, _, _, code in lines(piece))
+
+
+NUMBER = r"(?<![\w.])\d+(?:\.\d+)?(?:e-?\d+)?(?![\w.])"
+
+
+def item_target(diff: PairDiff, item: str) -> Piece | None:
+    """The piece an item describes: the first piece, in the diff's order, that the first of _namers' tests finds
+    for any of the item's backticked words (tests in turn, words in turn within a test); for an item whose words
+    match nothing, a number of the item that is an Args field's changed default."""
+    tokens = _tokens(item)
+    tests, lines = _namers(diff)
+    for test in tests:  # the first piece a test finds, words in turn
+        found = next((piece for token in tokens for piece in diff.pieces if test(token, piece)), None)
         if found is not None:
             return found
-    for number in re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?:e-?\d+)?(?![\w.])", item):
-        pattern = re.compile(r"^\s*\w+\s*:[^=]*=\s*" + re.escape(number) + r"\b")
-        for piece in pieces:
-            if any(s == "b" and pattern.match(code) for s, _, _, code in lines(piece)):
-                return piece
+    for number in re.findall(NUMBER, item):
+        found = next((piece for piece in diff.pieces if _default_number(number, piece, lines)), None)
+        if found is not None:
+            return found
     return None
+
+
+def item_pieces(diff: PairDiff, item: str) -> list[Piece]:
+    """Every code piece (not prose-only) an item names, in the diff's order: one that a backticked word of it
+    defines, lies inside, is the flag of, or is in the code of (_namers' tests 1-4), or whose changed field default
+    is a number of the item."""
+    tokens = _tokens(item)
+    tests, lines = _namers(diff)
+    numbers = re.findall(NUMBER, item)
+    return [piece for piece in diff.pieces if not piece.prose_only and (
+        any(test(token, piece) for test in tests[:4] for token in tokens)
+        or any(_default_number(number, piece, lines) for number in numbers))]
+
+
+def unnamed_pieces(diff: PairDiff, pair: ReadmePair | None) -> list[Piece]:
+    """The code pieces that no item of README's list for the pair names (item_pieces): what the list leaves out."""
+    named = {id(piece) for item in (pair.items if pair else []) for piece in item_pieces(diff, item)}
+    return [piece for piece in diff.pieces if not piece.prose_only and id(piece) not in named]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -660,14 +692,16 @@ def _markdown(text: str) -> str:
 
 
 def readme_html(diff: PairDiff, pair: ReadmePair | None) -> str:
-    """README's list for the pair, each item followed by a link to its hunk."""
+    """README's list for the pair, each item followed by links to the hunks it names (item_pieces; the one
+    item_target finds, for an item that names no code)."""
     if pair is None:
         return ""
     lis = []
     for item in pair.items:
-        piece = item_target(diff, item)
-        to = (f' <a class="to-hunk" href="#{piece.anchor}">&rarr; #{piece.hunk.number}</a>' if piece else "")
-        lis.append(f"<li>{_markdown(item)}{to}</li>")
+        pieces = item_pieces(diff, item) or [p for p in [item_target(diff, item)] if p is not None]
+        to = " ".join(f'<a class="to-hunk" href="#{piece.anchor}">&rarr; #{piece.hunk.number}'
+                      f'{"" if piece.part == 1 else f"-{piece.part}"}</a>' for piece in pieces)
+        lis.append(f"<li>{_markdown(item)}{' ' + to if to else ''}</li>")
     return (f'<section class="readme"><p>{_markdown(pair.heading)}</p><ul>{"".join(lis)}</ul>'
             f'<p class="from">(README.md, "Comparing the variants")</p></section>')
 

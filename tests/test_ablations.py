@@ -5,6 +5,7 @@ the report written from the CSVs)."""
 
 import ast
 import importlib.util
+import sys
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from torch import nn
 from benchmarks import ablations, patches
 from benchmarks.core import grid, inference
 from benchmarks.core.records import read_csv, write_csv
+from common import lessons
 from conftest import ROOT
 
 
@@ -21,6 +23,9 @@ def fresh(script: str):
     """A copy of the lesson of its own (a patch edits its module): not the one other tests import."""
     spec = importlib.util.spec_from_file_location(f"fresh_{script[:-3]}", ROOT / script)
     module = importlib.util.module_from_spec(spec)
+    # (registered before it runs: dataclasses reads a class's module in sys.modules to resolve the string
+    # annotations of a lesson that imports annotations from __future__)
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
 
@@ -465,24 +470,57 @@ def test_cells_are_the_studys_settings_and_seeds():
 
 
 @pytest.mark.parametrize("script", sorted(ablations.TRY_THIS))
-def test_each_try_this_line_is_what_the_committed_study_gives(script):
+def test_each_try_this_measurement_is_what_the_committed_study_gives(script):
     """A lesson's "Try this" quotes its study: each command with the effect, interval and verdict that the
-    committed effects.csv gives (python -m benchmarks.ablations --try-this prints the lines)."""
-    docstring = ast.get_docstring(ast.parse((ROOT / script).read_text()))
-    header_end = docstring.index(")\n", docstring.index("\nTry this")) + 2  # the header may take two lines
-    block = docstring[header_end:].split("\n\n")[0].splitlines()
-    quoted = [line.strip() for line in block if line.strip()]
-    assert quoted == ablations.try_this(script, ablations.read_effects())
+    committed effects.csv gives (python -m benchmarks.ablations --try-this prints them), under each experiment's
+    own question and answer."""
+    _, experiments = lessons.try_this(ast.get_docstring(ast.parse((ROOT / script).read_text())))
+    assert [(e.command, e.measured) for e in experiments] == ablations.try_this(script, ablations.read_effects())
+    assert all(e.predict.endswith("?") and e.answer for e in experiments)
 
 
-def test_write_try_this_fills_a_new_header_and_replaces_an_old_block(tmp_path):
-    """Under a header with no lines yet, the lines go in and the next paragraph stays; a second write replaces
-    them (the first LunarLander write once swallowed the "Differs from" paragraph under an empty header)."""
+LESSON = '''"""Doc.
+
+Try this (what the figures
+are)
+    python a.py
+        Predict: will it?
+        Answer: no, because.
+        Measured: +1
+    python b.py --x
+        Predict: and this,
+        over two lines?
+        Answer: yes.
+        Measured: -2
+
+Differs from x in:
+    - y
+"""
+'''
+
+
+def test_write_try_this_rewrites_the_measured_lines_only(tmp_path):
+    """The measurements are rewritten in place; the questions, the answers and the next paragraph stay. Commands
+    that are not the study's, in its order, are refused."""
     script = tmp_path / "lesson.py"
-    script.write_text('"""Doc.\n\nTry this (what the figures are)\n\nDiffers from x in:\n    - y\n"""\n')
-    ablations.write_try_this(script, "    python a.py  # +1")
-    assert script.read_text() == ('"""Doc.\n\nTry this (what the figures are)\n    python a.py  # +1\n\n'
-                                  'Differs from x in:\n    - y\n"""\n')
-    ablations.write_try_this(script, "    python b.py  # -2\n    python c.py  # 0")
-    assert script.read_text() == ('"""Doc.\n\nTry this (what the figures are)\n    python b.py  # -2\n'
-                                  '    python c.py  # 0\n\nDiffers from x in:\n    - y\n"""\n')
+    script.write_text(LESSON)
+    ablations.write_try_this(script, [("python a.py", "+1.5 [0.1, 2.9], helps"), ("python b.py --x", "0")])
+    assert script.read_text() == LESSON.replace("Measured: +1", "Measured: +1.5 [0.1, 2.9], helps").replace(
+        "Measured: -2", "Measured: 0")
+    header, experiments = lessons.try_this(ast.get_docstring(ast.parse(script.read_text())))
+    assert header == "Try this (what the figures are)"
+    assert experiments[1].predict == "and this, over two lines?" and experiments[1].measured == "0"
+    with pytest.raises(ValueError, match="not the study's"):
+        ablations.write_try_this(script, [("python b.py --x", "0"), ("python a.py", "+1")])
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("        Measured: +1\n", "        Answer: again.\n        Measured: +1\n", "out of the order"),
+    ("        Measured: +1\n", "", "needs Predict, Answer, Measured"),
+    ("        Answer: no, because.\n        Measured: +1\n", "        Measured: +1\n        Answer: no, because.\n",
+     "out of the order"),
+    ("    python b.py --x\n", "python b.py --x\n", "not an experiment's line"),
+])
+def test_try_this_layout_refuses_what_is_out_of_order(old, new, message):
+    with pytest.raises(ValueError, match=message):
+        lessons.try_this(LESSON.replace(old, new, 1))

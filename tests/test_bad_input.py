@@ -127,8 +127,13 @@ def refuse_to_build(*args, **kwargs):
     raise ValidationPassed
 
 
-def is_flag(field: dataclasses.Field) -> bool:
-    return SUPPRESSED not in getattr(field.type, "__metadata__", ())
+def field_type(cls: type, field: dataclasses.Field):
+    """The field's type, resolved (a lesson's annotations are strings: it imports `annotations` from __future__)."""
+    return typing.get_type_hints(cls, include_extras=True)[field.name]
+
+
+def is_flag(field: dataclasses.Field, cls: type) -> bool:
+    return SUPPRESSED not in getattr(field_type(cls, field), "__metadata__", ())
 
 
 def parses(value: str, annotation) -> bool:
@@ -150,16 +155,17 @@ def cases(ppo) -> list[tuple[str, str, bool]]:
     out = []
     for field in dataclasses.fields(ppo.Args):
         flag = "--" + field.name.replace("_", "-")
-        if not is_flag(field):
+        if not is_flag(field, ppo.Args):
             out.append((flag, "1", False))
             continue
         values = list(BAD_VALUES.get(field.name, []))
         if "<another kind>" in values:
             i = values.index("<another kind>")
             values[i:i + 1] = ENV_OF_ANOTHER_KIND[ppo.__name__]
-        base_type = next(a for a in (typing.get_args(field.type) or (field.type,)) if a is not type(None))
+        annotation = field_type(ppo.Args, field)
+        base_type = next(a for a in (typing.get_args(annotation) or (annotation,)) if a is not type(None))
         values += [v for v in UNPARSABLE.get(base_type, []) if v not in values]
-        out += [(flag, value, parses(value, field.type)) for value in values]
+        out += [(flag, value, parses(value, annotation)) for value in values]
     return out
 
 
@@ -242,7 +248,7 @@ def problem(ppo, flag: str, value: str, ours: bool, shown: str, outcome, out: st
 @pytest.mark.parametrize("ppo", MODULES, ids=lambda m: m.__name__)
 def test_every_flag_has_its_bad_values(ppo):
     unlisted = [f.name for f in dataclasses.fields(ppo.Args)
-                if is_flag(f) and f.name not in BAD_VALUES and f.name not in NOTHING_WRONG]
+                if is_flag(f, ppo.Args) and f.name not in BAD_VALUES and f.name not in NOTHING_WRONG]
     assert not unlisted, (f"{ppo.SCRIPT}: give these flags their bad values in BAD_VALUES, or list them in "
                           f"NOTHING_WRONG with the reason no value of them is wrong: {unlisted}")
 

@@ -5,7 +5,7 @@ import ast
 
 import pytest
 
-from common.lessons import LESSONS, SCRIPTS
+from common.lessons import LESSONS, SCRIPTS, cli_fields
 from conftest import CLEANRL_TAGS, ROOT, run_script
 
 COMMON_FLAGS = ["--env-id", "--total-timesteps", "--seed", "--capture-video", "--cuda", "--no-cuda", "--resume",
@@ -17,11 +17,8 @@ def parse(script: str) -> ast.Module:
 
 
 def args_fields(tree: ast.Module) -> list[tuple[ast.AnnAssign, ast.stmt | None]]:
-    """Each field of `class Args` with the statement after it (its docstring, if it has one)."""
-    (args_class,) = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Args"]
-    body = args_class.body
-    return [(node, body[i + 1] if i + 1 < len(body) else None)
-            for i, node in enumerate(body) if isinstance(node, ast.AnnAssign)]
+    """Each field of the command line (Hyperparameters, then Args) with the statement after it (its docstring)."""
+    return cli_fields(tree)
 
 
 def test_the_lessons_list_is_the_scripts_on_disk():
@@ -52,7 +49,7 @@ def test_skeleton(script):
     docstring = ast.get_docstring(tree)
     assert docstring and "Differs from" in docstring and "Usage" in docstring and "arXiv:1707.06347" in docstring
     names = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
-    assert {"Args", "make_env", "layer_init", "Agent", "save_checkpoint", "load_checkpoint", "play", "train",
+    assert {"Hyperparameters", "Args", "make_env", "layer_init", "Agent", "save_checkpoint", "load_checkpoint", "play", "train",
             "main"} <= names, f"{script} lacks part of the shared skeleton"
     (agent,) = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Agent"]
     methods = {node.name for node in agent.body if isinstance(node, ast.FunctionDef)}

@@ -8,7 +8,7 @@ import ast
 import pytest
 
 from benchmarks.core import launch
-from common.lessons import SCRIPTS
+from common.lessons import SCRIPTS, cli_fields
 from conftest import ROOT
 
 # Shared flags whose help may differ between scripts, and why. The rest must read the same everywhere: what a
@@ -46,12 +46,10 @@ DIFFERS = {
 
 
 def help_texts(script: str) -> dict[str, str]:
-    """{field: its docstring joined into one line} for the fields of the script's Args that are flags."""
-    tree = ast.parse((ROOT / script).read_text())
-    (args,) = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Args"]
+    """{field: its docstring joined into one line} for the fields of the script's command line that are flags."""
     texts = {}
-    for node, doc in zip(args.body, args.body[1:]):
-        if isinstance(node, ast.AnnAssign) and "Suppress" not in ast.unparse(node.annotation):
+    for node, doc in cli_fields(ast.parse((ROOT / script).read_text())):
+        if "Suppress" not in ast.unparse(node.annotation):
             texts[node.target.id] = " ".join(doc.value.value.split())
     return texts
 

@@ -10,7 +10,8 @@ import pytest
 
 from common.lessons import NEIGHBOURS, SCRIPTS
 from conftest import ROOT
-from render.diffs import build_diff_pages, diff_files, opcodes, page_name, pair_pages, readme_pairs, render_pair
+from render.diffs import (build_diff_pages, diff_files, item_pieces, opcodes, page_name, pair_pages, readme_pairs,
+                          render_pair, unnamed_pieces)
 from render.diff import format_diff, main
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
@@ -292,19 +293,24 @@ def test_every_link_and_anchor_on_the_pages_resolves(pages):
                 assert href == "../index.html" or re.match(r"https://", href), f"{pair}: {href}"
 
 
-def test_readmes_items_link_to_their_hunks(pages):
+def test_readmes_items_name_every_code_hunk_and_link_to_each(pages):
+    """Every code hunk (each piece of it) of a neighbour diff is named by one of README's items for the pair
+    (render.diffs.item_pieces: a backticked word it defines, lies in, is the flag of or is in the code of), and each
+    item links to every piece it names: a reader of the list sees the whole diff, a reader of the diff why."""
     readme = readme_pairs((ROOT / "README.md").read_text(encoding="utf-8"))
-    items = linked = 0
     for pair, page in pages.items():
         assert len(page.items) == len(readme[pair].items) >= 4, pair
-        pieces = {p["id"] for p in page.pieces if "id" in p}
-        for links in page.items:
-            items += 1
-            if links:
-                assert len(links) == 1 and links[0][1:] in pieces
-                linked += 1
-    print(f"README items linked to a hunk: {linked} of {items}")
-    assert linked == items >= 18  # all of them, when this was written
+        diff = diff_files(ROOT / pair[0], ROOT / pair[1])
+        unnamed = unnamed_pieces(diff, readme[pair])
+        assert not unnamed, f"{pair}: code no README item names: " + "; ".join(
+            f"#{p.anchor} {' | '.join(diff.code(s)[n] for s in 'ab' for n in p.lines(s) if n in diff.code(s))[:120]}"
+            for p in unnamed)
+        ids = {p["id"] for p in page.pieces if "id" in p}
+        for links, item in zip(page.items, readme[pair].items):
+            assert [link[1:] for link in links] == [p.anchor for p in item_pieces(diff, item)] or len(links) == 1, item
+            assert links and all(link[1:] in ids for link in links), item
+        linked = {link[1:] for links in page.items for link in links}
+        assert {p.anchor for p in diff.pieces if not p.prose_only} <= linked, pair
 
 
 def test_index_entries_and_page_sizes(site):
