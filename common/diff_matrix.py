@@ -21,7 +21,7 @@ Usage::
 
     python -m common.diff_matrix            # the matrix and the neighbouring pairs against their bounds
     python -m common.diff_matrix --check    # exit 1 when a neighbouring pair is over its bound
-    python -m common.diff_matrix --write    # also rewrite the matrix in README.md (between its diff-matrix markers)
+    python -m common.diff_matrix --write    # also rewrite the matrix in CONTRIBUTING.md (between its diff-matrix markers)
 
 ``common.lessons.NEIGHBOURS`` holds the neighbouring pairs (the diffs the README walks through, each script against
 the one its docstring says it differs from) with their bounds on the code-only figure. The aim is ``AIMS``: 100 changed
@@ -48,6 +48,7 @@ from common.lessons import LESSONS, NEIGHBOURS
 
 ROOT = Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- diff-matrix:begin -->", "<!-- diff-matrix:end -->"
+MATRIX_PAGE = "CONTRIBUTING.md"  # the maintainers' page holds the matrix; README's pair headings quote its counts
 AIMS = {(lesson.neighbour, lesson.script): 150 if lesson.pixels else 100 for lesson in LESSONS if lesson.neighbour}
 
 
@@ -124,7 +125,8 @@ def matrix(root: Path) -> tuple[list[str], dict[tuple[str, str], Count]]:
 
 def between_markers(text: str, begin: str, end: str, body: str) -> str | None:
     """`text` with what lies between the marker lines `begin` and `end` replaced by `body`, or None when a
-    marker is missing. README's generated tables (this matrix, common.details_map's map) live between such."""
+    marker is missing. The generated tables (this matrix in CONTRIBUTING.md, common.details_map's map in README) live
+    between such."""
     if begin not in text or end not in text:
         return None
     return text[:text.index(begin) + len(begin)] + "\n" + body + "\n" + text[text.index(end):]
@@ -152,7 +154,7 @@ def markdown(scripts: list[str], counts: dict[tuple[str, str], Count]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m common.diff_matrix", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when a neighbouring pair is over its bound")
-    parser.add_argument("--write", action="store_true", help="rewrite the matrix in README.md")
+    parser.add_argument("--write", action="store_true", help="rewrite the matrix in CONTRIBUTING.md")
     parser.add_argument("--root", type=Path, default=ROOT, help="repository root (default: %(default)s)")
     args = parser.parse_args(argv)
 
@@ -161,12 +163,12 @@ def main(argv: list[str] | None = None) -> int:
     print("Changed lines between scripts: outside copied blocks (inside them) / code only, outside copied blocks\n")
     print(table)
     if args.write:
-        updated = between_markers((args.root / "README.md").read_text(), BEGIN, END, table)
+        updated = between_markers((args.root / MATRIX_PAGE).read_text(), BEGIN, END, table)
         if updated is None:
-            print(f"README.md has no {BEGIN} ... {END} markers to hold the matrix", file=sys.stderr)
+            print(f"{MATRIX_PAGE} has no {BEGIN} ... {END} markers to hold the matrix", file=sys.stderr)
             return 1
-        (args.root / "README.md").write_text(updated)
-        print(f"\n(written to {args.root / 'README.md'})")
+        (args.root / MATRIX_PAGE).write_text(updated)
+        print(f"\n(written to {args.root / MATRIX_PAGE})")
 
     print("\nNeighbouring pairs (bounds and aims on the changed lines of code outside copied blocks):\n")
     over = []

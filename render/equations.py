@@ -85,11 +85,16 @@ def install_katex() -> None:
 
 def typeset() -> dict[str, str]:
     """{key: KaTeX's HTML} for every equation, typeset by Node.js in one call."""
+    return typeset_tex({key: equation.tex for key, equation in EQUATIONS.items()})
+
+
+def typeset_tex(tex: dict[str, str]) -> dict[str, str]:
+    """{key: KaTeX's HTML} for {key: LaTeX}, in one call of Node.js: display math, but for the keys that start with
+    "inline:"."""
     node = shutil.which("node")
     if node is None:
         raise RuntimeError("the site's math is typeset by KaTeX under Node.js: install Node.js (node) first")
     install_katex()
-    tex = {key: equation.tex for key, equation in EQUATIONS.items()}
     done = subprocess.run([node, str(KATEX / "render.js")], input=json.dumps(tex), capture_output=True, text=True,
                           cwd=KATEX)
     if done.returncode != 0:

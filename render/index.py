@@ -102,7 +102,10 @@ def index_page(root: Path, out: Path, diff_pages: list[tuple[str, str, str]]) ->
         "<p>Five lessons, one file each, read top to bottom and diffed against their neighbours. Each lesson page "
         "puts the script's notes beside its code, with the equations the notes cite typeset; each diff page shows "
         "what a variant changes.</p>"
-        f'<h2 id="reading-path">The reading path</h2><ol class="path">{"".join(path)}</ol>'
+        f'<h2 id="reading-path">The reading path</h2><ol class="path" start="0">'
+        '<li><a href="lesson-0.html">Lesson 0: PPO on one page</a>: the ideas every lesson\'s code uses (the policy '
+        "gradient, the advantage, the ratio, the clip, GAE), with figures drawn from the lessons' code, "
+        f'and the loop\'s pseudocode linked to its lines in ppo_cartpole.py</li>{"".join(path)}</ol>'
         f'<h2 id="comparing-the-variants-diff-two-lessons">Comparing the variants: diff two lessons</h2>'
         f'<ul class="pairs">{pairs}</ul><p>In a terminal: <code>python -m render.diff cartpole lunarlander '
         "--hide-prose</code> (copied blocks folded to a line each, prose-only changes hidden).</p>"

@@ -94,15 +94,16 @@ def test_check_fails_when_a_pair_grows_past_its_bound(monkeypatch, capsys):
 
 
 def test_readme_shows_todays_matrix_and_pair_counts():
-    """README's matrix is the one the scripts give now (rewrite it with `python -m common.diff_matrix --write`),
-    and each neighbouring pair's heading quotes its counts."""
+    """CONTRIBUTING.md's matrix is the one the scripts give now (rewrite it with `python -m common.diff_matrix
+    --write`), and each neighbouring pair's heading in README quotes its counts."""
     import re
 
     from common.diff_matrix import BEGIN, END, markdown
 
     readme = (ROOT / "README.md").read_text()
+    contributing = (ROOT / "CONTRIBUTING.md").read_text()
     scripts, counts = matrix(ROOT)
-    assert readme[readme.index(BEGIN) + len(BEGIN):readme.index(END)].strip() == markdown(scripts, counts)
+    assert contributing[contributing.index(BEGIN) + len(BEGIN):contributing.index(END)].strip() == markdown(scripts, counts)
     for a, b in NEIGHBOURS:
         count = counts[tuple(sorted((a, b)))]
         heading = re.search(rf"\*\*`{re.escape(a)}` -> `{re.escape(b)}`\*\* \((\d+) lines, (\d+) of code[^)]*?"

@@ -13,9 +13,10 @@ from conftest import ROOT
 # The issue's bound is 250 lines. README's own room is tighter (a 15-line MuJoCo section is to come), but the
 # test holds the bound that the issue sets.
 MAX_README_LINES = 250
-DOCS = ["README.md", "benchmarks/README.md"]
+DOCS = ["README.md", "benchmarks/README.md", "CONTRIBUTING.md", "course/ppo-on-one-page.md"]
 
 FENCE = re.compile(r"^ {0,3}(```|~~~).*?^ {0,3}\1[^\n]*$", re.M | re.S)
+MATH = re.compile(r"\$\$.+?\$\$|\$[^$\n]+?\$", re.S)
 INLINE_CODE = re.compile(r"`[^`]*`")
 HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$", re.M)
 # [text](target) and ![alt](target), with an optional "title"; the text may hold code and run over lines
@@ -59,6 +60,8 @@ def links(markdown: str) -> list[tuple[int, str]]:
     """(line, target) of every markdown link and image outside code."""
     text = without_code_blocks(markdown)
     text = INLINE_CODE.sub(lambda m: "".join(c if c == "\n" else "x" for c in m.group(0)), text)
+    if "$$" in text:  # a page with math (lesson 0): its [...](s_t) is TeX, not a link
+        text = MATH.sub(lambda m: "".join(c if c == "\n" else "x" for c in m.group(0)), text)
     return [(text.count("\n", 0, m.start()) + 1, m.group(2)) for m in LINK.finditer(text)]
 
 

@@ -1,0 +1,458 @@
+"""The course's pictures, drawn from the lessons' own code, so that a picture can never disagree with it:
+
+    python -m course.figures           # write course/figures/*.svg and the generated blocks of ppo-on-one-page.md
+    python -m course.figures --check   # exit 1 where a committed figure or block is not what the code draws today
+
+- clip.svg: the paper's Figure 1, L^CLIP and its gradient against r for A > 0 and A < 0, each value and slope
+  computed by ppo_cartpole.clipped_surrogate_loss (the slope by autograd, as the update computes it);
+- gae.svg and the worked example's table: a 6-step rollout with a termination and a truncation, its advantages
+  computed by ppo_cartpole.compute_gae for lambda 0, 0.95 and 1;
+- loop.svg: the loop of ppo_cartpole.train(), rollout, advantages and K epochs, with its defaults read off Args;
+- networks.svg: the layers of ppo_cartpole.Agent and ppo_lunarlander_vec.Agent, read off the modules;
+- autoreset.svg: what a gymnasium vector env returns, step by step, around an episode's end, in its default
+  autoreset mode and in SAME_STEP (the lessons' make_envs), with a 3-step env of this file;
+- atari.svg: one Breakout frame through ppo_breakout_atari.py's wrappers, MaxAndSkip, GrayscaleResize and
+  FrameStack, from a seeded reset;
+- the loop's pseudocode in ppo-on-one-page.md: each line linked to the line of ppo_cartpole.py that does it,
+  found by a needle as common.details_map finds its lines, so a moved line moves its link.
+
+The SVGs keep their text as text (svg.fonttype none) and carry no date, so the same code and library versions draw
+the same bytes; tests/test_course.py redraws them all and compares.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+COURSE = ROOT / "course"
+FIGURES = COURSE / "figures"
+LESSON0 = COURSE / "ppo-on-one-page.md"
+
+plt.rcParams.update({
+    "svg.fonttype": "none",  # text stays text: no glyph outlines that differ between font builds
+    "svg.hashsalt": "ppo-lesson-0",  # the ids of clip paths and the like, fixed
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+})
+BLUE, ORANGE, GREY, GREEN = "#1f77b4", "#ff7f0e", "#7f7f7f", "#2ca02c"
+
+
+def svg(fig) -> bytes:
+    """The figure as SVG bytes, without a date or a creator line."""
+    out = io.BytesIO()
+    fig.savefig(out, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
+    plt.close(fig)
+    return out.getvalue()
+
+
+# --- Figure 1: the clip ----------------------------------------------------------------------------------------
+
+def clip_curves(advantage: float, eps: float = 0.2, points: int = 401) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(r, L^CLIP(r), dL^CLIP/dr) for one sample with advantage A, by ppo_cartpole.clipped_surrogate_loss (which
+    returns -L^CLIP averaged over the samples: here one sample at a time)."""
+    import ppo_cartpole
+
+    r = torch.linspace(1 - 2.5 * eps, 1 + 2.5 * eps, points, dtype=torch.float64, requires_grad=True)
+    values, slopes = [], []
+    for k in range(points):
+        ratio = r[k:k + 1]
+        objective = -ppo_cartpole.clipped_surrogate_loss(ratio, torch.tensor([advantage], dtype=torch.float64), eps)
+        (slope,) = torch.autograd.grad(objective, ratio)
+        values.append(objective.item())
+        slopes.append(slope.item())
+    return r.detach().numpy(), np.array(values), np.array(slopes)
+
+
+def clip_figure(eps: float = 0.2) -> bytes:
+    fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.0), layout="constrained")
+    for ax, advantage in zip(axes, (1.0, -1.0)):
+        r, value, slope = clip_curves(advantage, eps)
+        ax.plot(r, value, color=BLUE, label="$L^{CLIP}$")
+        ax.plot(r, slope, color=ORANGE, linestyle="--", label="its gradient in $r$")
+        ax.plot(r, r * advantage, color=GREY, linewidth=0.8, linestyle=":", label="$r A$ (unclipped)")
+        for x in (1 - eps, 1 + eps):
+            ax.axvline(x, color=GREY, linewidth=0.6)
+        ax.axvline(1.0, color="black", linewidth=0.6)
+        ax.set_xlabel(r"$r_t(\theta) = \pi_\theta(a_t|s_t) / \pi_{old}(a_t|s_t)$")
+        flat = "above $1 + \\epsilon$" if advantage > 0 else "below $1 - \\epsilon$"
+        ax.set_title(f"$A_t = {advantage:+.0f}$: flat {flat} ($\\epsilon$ = {eps})", fontsize=8)
+    axes[0].legend(frameon=False, loc="upper left")
+    fig.suptitle("Figure 1: one sample's $L^{CLIP}$ and its gradient, from ppo_cartpole.py's clipped_surrogate_loss",
+                 fontsize=9)
+    return svg(fig)
+
+
+# --- GAE's worked example --------------------------------------------------------------------------------------
+
+class Example:
+    """A 6-step rollout of one env: the episode terminates at t = 2, the next one is truncated by a time limit at
+    t = 4, and the rollout stops mid-episode after t = 5."""
+
+    rewards = np.ones(6, dtype=np.float32)
+    values = np.array([2.0, 1.5, 0.8, 3.0, 2.6, 2.2], dtype=np.float32)  # V(s_t), as the critic guessed them
+    dones = np.array([0, 0, 1, 0, 1, 0], dtype=np.float32)
+    ends = ["", "", "terminated", "", "truncated", ""]
+    final_values = np.array([0, 0, 0.0, 0, 2.4, 0], dtype=np.float32)  # V(s_{t+1}) where an episode ended
+    last_value = 2.0  # V(s_6), the state after the rollout's last step
+    gamma = 0.9
+
+
+def gae_example(lambdas=(0.0, 0.95, 1.0)) -> dict[float, np.ndarray]:
+    """A_t of the example for each lambda, by ppo_cartpole.compute_gae."""
+    import ppo_cartpole
+
+    e = Example()
+    return {lam: ppo_cartpole.compute_gae(e.rewards, e.values, e.dones, e.final_values, e.last_value, e.gamma, lam)
+            for lam in lambdas}
+
+
+def gae_table() -> str:
+    """The worked example as a Markdown table: each step, what it bootstraps from, and A_t for each lambda."""
+    e, found = Example(), gae_example()
+    rows = ["| $t$ | $r_t$ | $V(s_t)$ | the episode | $V(s_{t+1})$ used | " +
+            " | ".join(f"$A_t$, $\\lambda = {lam:g}$" for lam in found) + " |",
+            "|" + "---|" * (5 + len(found))]
+    for t in range(len(e.rewards)):
+        if e.ends[t] == "terminated":
+            nxt = "0 (no future)"
+        elif e.ends[t] == "truncated":
+            nxt = f"{e.final_values[t]:g} (V of the last observation)"
+        else:
+            nxt = f"{(e.values[t + 1] if t + 1 < len(e.values) else e.last_value):g}"
+        cells = [str(t), f"{e.rewards[t]:g}", f"{e.values[t]:g}", e.ends[t] or "goes on", nxt]
+        cells += [f"{found[lam][t]:+.3f}" for lam in found]
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def gae_figure() -> bytes:
+    e, found = Example(), gae_example()
+    fig, ax = plt.subplots(figsize=(7.2, 2.8), layout="constrained")
+    steps = np.arange(len(e.rewards))
+    width = 0.26
+    for k, (lam, adv) in enumerate(found.items()):
+        ax.bar(steps + (k - 1) * width, adv, width, label=f"$\\lambda = {lam:g}$", color=[GREY, BLUE, ORANGE][k])
+    ax.axhline(0, color="black", linewidth=0.6)
+    for t, end in enumerate(e.ends):
+        if end:
+            ax.axvline(t + 0.5, color=GREEN if end == "truncated" else "black", linewidth=1.2,
+                       linestyle="--" if end == "truncated" else "-")
+            source = "V = 0" if end == "terminated" else "V(last obs)"
+            ax.text(t + 0.5, ax.get_ylim()[1], f" {end}\n bootstraps from {source}", va="top", fontsize=7)
+    ax.set_xticks(steps, [f"t = {t}" for t in steps])
+    ax.set_ylabel("$A_t$")
+    ax.legend(frameon=False, ncol=3, loc="lower left", fontsize=7)
+    ax.set_ylim(0, 1.15)
+    ax.set_title("The worked example's advantages, by ppo_cartpole.py's compute_gae ($\\gamma$ = 0.9, every reward 1)",
+                 fontsize=8)
+    return svg(fig)
+
+
+# --- the loop ------------------------------------------------------------------------------------------------
+
+def loop_figure() -> bytes:
+    import ppo_cartpole
+
+    args = ppo_cartpole.Args()
+    fig, ax = plt.subplots(figsize=(7.2, 2.4))
+    ax.set_axis_off()
+    ax.set_xlim(0, 10.2)
+    ax.set_ylim(0, 3)
+    boxes = [
+        (0.1, "1. Rollout", f"run $\\pi_{{old}}$ for T = {args.num_steps} steps:\n"
+                            "$s_t$, $a_t$, $r_t$, done,\n$\\log \\pi_{old}(a_t|s_t)$, $V(s_t)$"),
+        (3.5, "2. Advantages", f"GAE, $\\gamma$ = {args.gamma:g}, $\\lambda$ = {args.gae_lambda:g}:\n"
+                               "$A_t$, and the targets\n$V^{targ}_t = A_t + V(s_t)$"),
+        (6.9, "3. Update", f"K = {args.update_epochs} epochs; in each, minibatches\nof M = {args.minibatch_size}: "
+                           "$r_t$, $-L^{CLIP} + c_1 L^{VF} - c_2 S$,\none Adam step each"),
+    ]
+    for x, title, body in boxes:
+        ax.add_patch(matplotlib.patches.FancyBboxPatch((x, 1.0), 3.1, 1.8, boxstyle="round,pad=0.05",
+                                                       facecolor="#eef4fb", edgecolor=BLUE))
+        ax.text(x + 1.55, 2.5, title, ha="center", va="center", fontweight="bold")
+        ax.text(x + 1.55, 1.6, body, ha="center", va="center", fontsize=7.5)
+    for x in (3.25, 6.65):
+        ax.annotate("", xy=(x + 0.22, 1.9), xytext=(x, 1.9), arrowprops={"arrowstyle": "->"})
+    ax.plot([8.45, 8.45, 1.65], [0.95, 0.45, 0.45], color="black", linewidth=0.8)
+    ax.annotate("", xy=(1.65, 0.95), xytext=(1.65, 0.45), arrowprops={"arrowstyle": "->", "linewidth": 0.8})
+    ax.text(5.05, 0.12, "the updated $\\pi$ is $\\pi_{old}$ of the next rollout (ppo_cartpole.py's train(), "
+            "defaults read off its Args)", ha="center", fontsize=7.5)
+    return svg(fig)
+
+
+# --- the networks --------------------------------------------------------------------------------------------
+
+def layers(module: torch.nn.Module) -> list[str]:
+    """The module's layers in order, as "Linear 4->64", "Tanh", ..."""
+    out = []
+    for layer in module.modules():
+        if isinstance(layer, torch.nn.Linear):
+            out.append(f"Linear {layer.in_features}->{layer.out_features}")
+        elif isinstance(layer, (torch.nn.Tanh, torch.nn.ReLU)):
+            out.append(type(layer).__name__)
+    return out
+
+
+def network_figure() -> bytes:
+    import gymnasium as gym
+
+    import ppo_cartpole
+    import ppo_lunarlander_vec
+
+    with gym.make("CartPole-v1") as env:
+        cartpole = ppo_cartpole.Agent(env, ppo_cartpole.Args().hidden_size)
+    with gym.make("LunarLander-v3") as env:
+        lunar = ppo_lunarlander_vec.Agent(env, ppo_lunarlander_vec.Args().hidden_size)
+    fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.0), layout="constrained")
+    # (name, its layers, x, the y of its first layer): CartPole's heads sit below the trunk they share
+    panels = [
+        (axes[0], "ppo_cartpole.py: one shared layer, two heads",
+         [("trunk", layers(cartpole.trunk), 1.5, 2.75), ("actor: pi(a|s)", layers(cartpole.actor), 0.75, 1.35),
+          ("critic: V(s)", layers(cartpole.critic), 2.25, 1.35)]),
+        (axes[1], "ppo_lunarlander_vec.py: two networks, nothing shared",
+         [("actor: pi(a|s)", layers(lunar.actor), 0.75, 2.75), ("critic: V(s)", layers(lunar.critic), 2.25, 2.75)]),
+    ]
+    for ax, title, parts in panels:
+        ax.set_axis_off()
+        ax.set_xlim(0, 3)
+        ax.set_ylim(0, 3.4)
+        ax.set_title(title, fontsize=8)
+        for name, stack, x, top in parts:
+            ax.text(x, top + 0.35, name, ha="center", fontweight="bold", fontsize=7.5)
+            for k, layer in enumerate(stack):
+                ax.text(x, top - 0.45 * k, layer, ha="center", va="center", fontsize=7,
+                        bbox={"boxstyle": "round,pad=0.25", "facecolor": "#eef4fb", "edgecolor": BLUE})
+    fig.suptitle("The agents' layers, read off the lessons' Agent modules (the observation enters at the top)",
+                 fontsize=8)
+    return svg(fig)
+
+
+# --- a vector env's autoreset --------------------------------------------------------------------------------
+
+class ThreeSteps:
+    """A 3-step episode: the observation counts the steps taken in it (0, 1, 2, 3), the third step terminates."""
+
+    @staticmethod
+    def make():
+        import gymnasium as gym
+
+        class Env(gym.Env):
+            observation_space = gym.spaces.Box(0, 10, (1,), np.float32)
+            action_space = gym.spaces.Discrete(2)
+
+            def reset(self, *, seed=None, options=None):
+                super().reset(seed=seed)
+                self.t = 0
+                return np.array([0.0], np.float32), {}
+
+            def step(self, action):
+                self.t += 1
+                return np.array([float(self.t)], np.float32), 1.0, self.t == 3, False, {}
+
+        return Env()
+
+
+def autoreset_rows(mode) -> list[tuple[int, float, bool, str]]:
+    """(step, the observation returned, terminated, what that step was) for 6 steps of one env in a SyncVectorEnv."""
+    import gymnasium as gym
+
+    envs = gym.vector.SyncVectorEnv([ThreeSteps.make], autoreset_mode=mode)
+    obs, _ = envs.reset(seed=0)
+    rows = [(0, float(obs[0, 0]), False, "reset")]
+    ended = False
+    for step in range(1, 7):
+        obs, _, terminated, _, info = envs.step(np.array([0]))
+        kind = "a transition"
+        if mode == gym.vector.AutoresetMode.NEXT_STEP and ended:
+            kind = "a reset: no transition"
+        elif mode == gym.vector.AutoresetMode.SAME_STEP and terminated[0]:
+            kind = f"ends: final_obs {float(info['final_obs'][0][0]):g}"
+        rows.append((step, float(obs[0, 0]), bool(terminated[0]), kind))
+        ended = bool(terminated[0])
+    envs.close()
+    return rows
+
+
+def autoreset_figure() -> bytes:
+    import gymnasium as gym
+
+    modes = [(gym.vector.AutoresetMode.NEXT_STEP, "gymnasium's default, NEXT_STEP"),
+             (gym.vector.AutoresetMode.SAME_STEP, "SAME_STEP, as the lessons' make_envs")]
+    fig, axes = plt.subplots(2, 1, figsize=(7.2, 3.0), layout="constrained")
+    for ax, (mode, title) in zip(axes, modes):
+        rows = autoreset_rows(mode)
+        ax.set_axis_off()
+        ax.set_xlim(-0.5, 6.5)
+        ax.set_ylim(0, 1)
+        ax.set_title(title, fontsize=8, loc="left")
+        for step, obs, terminated, kind in rows:
+            colour = "#fde2e2" if kind.startswith("a reset") else ("#fff4d6" if terminated else "#eef4fb")
+            ax.text(step, 0.55, f"obs {obs:g}" + (" (done)" if terminated else ""), ha="center", va="center",
+                    fontsize=7, bbox={"boxstyle": "round,pad=0.3", "facecolor": colour, "edgecolor": GREY})
+            ax.text(step, 0.05, f"step {step}:\n{kind}" if step else "reset", ha="center", fontsize=6)
+    fig.suptitle("One env of a SyncVectorEnv, a 3-step episode: what each step returns", fontsize=8)
+    return svg(fig)
+
+
+# --- an Atari frame through the wrappers ---------------------------------------------------------------------
+
+def atari_frames(steps: int = 8) -> list[tuple[str, np.ndarray]]:
+    """One Breakout frame at each stage of ppo_breakout_atari.py's stack, after a seeded reset, FIRE (which launches
+    the ball) and `steps` agent steps of NOOP: the emulator's frame, MaxAndSkip's max of the last two, GrayscaleResize's
+    84 x 84, and FrameStack's four."""
+    import gymnasium as gym
+
+    import ppo_breakout_atari as breakout
+
+    env = gym.make("BreakoutNoFrameskip-v4")
+    skip = breakout.MaxAndSkip(env, skip=4)
+    gray = breakout.GrayscaleResize(skip, size=84)
+    stack = breakout.FrameStack(gray, k=4)
+    stack.reset(seed=0)
+    meanings = env.unwrapped.get_action_meanings()
+    stack.step(meanings.index("FIRE"))
+    for _ in range(steps):
+        stack.step(meanings.index("NOOP"))
+    maxed, _, _, _, _ = skip.step(meanings.index("NOOP"))  # one more agent step, seen at each stage
+    raw = env.unwrapped.ale.getScreenRGB()
+    small = gray.observation(maxed)
+    stack.frames.append(small)
+    frames = np.stack(stack.frames)
+    env.close()
+    return [("the emulator's last frame (210 x 160, RGB)", raw), ("MaxAndSkip: the max of the last two", maxed),
+            ("GrayscaleResize: 84 x 84, gray", small), ("FrameStack: the last 4, the state $s_t$", frames)]
+
+
+def ball(frames: np.ndarray) -> list[tuple[float, float] | None]:
+    """Where the ball is in each stacked frame: the centre of the pixels bright in it and dark in its neighbour (the
+    ball is what moves between them), or None."""
+    spots = []
+    for k in range(len(frames)):
+        other = frames[k - 1] if k else frames[1]
+        ys, xs = np.nonzero(frames[k].astype(int) > other.astype(int) + 30)  # bright here, dark there
+        ys, xs = ys[ys > 20], xs[ys > 20]  # below the score
+        spots.append((float(xs.mean()), float(ys.mean())) if len(xs) else None)
+    return spots
+
+
+def atari_figure() -> bytes:
+    (raw_title, raw), (max_title, maxed), (gray_title, small), (stack_title, frames) = atari_frames()
+    fig = plt.figure(figsize=(7.2, 4.2), layout="constrained")
+    grid = fig.add_gridspec(2, 12)
+    top = [fig.add_subplot(grid[0, 4 * k:4 * k + 4]) for k in range(3)]
+    bottom = [fig.add_subplot(grid[1, 3 * k:3 * k + 3]) for k in range(4)]
+    for ax, (title, image) in zip(top, ((raw_title, raw), (max_title, maxed), (gray_title, small))):
+        ax.imshow(image, cmap=None if image.ndim == 3 else "gray", interpolation="nearest")
+        ax.set_title(title, fontsize=7)
+    for k, (ax, spot) in enumerate(zip(bottom, ball(frames))):
+        ax.imshow(frames[k], cmap="gray", interpolation="nearest")
+        if spot:
+            ax.add_patch(matplotlib.patches.Circle(spot, 4, fill=False, edgecolor="red", linewidth=1))
+        ax.set_title(f"frame {k + 1} of $s_t$" + (" (the newest)" if k == 3 else ""), fontsize=7)
+    for ax in top + bottom:
+        ax.set_axis_off()
+    fig.suptitle(f"A Breakout frame through ppo_breakout_atari.py's wrappers (one seeded game); below, {stack_title}: "
+                 "the ball (circled) moves from frame to frame", fontsize=7)
+    return svg(fig)
+
+
+# --- the loop's pseudocode, linked to ppo_cartpole.py ------------------------------------------------------------
+
+# Each line: the text, then the needle that finds its line in ppo_cartpole.py (the first line holding it).
+PSEUDOCODE = [
+    ("for each update i = 1, ..., num_iterations:", "for iteration in range(start_iteration"),
+    ("    lr = alpha_i * learning_rate, alpha_i = 1 - (i - 1) / num_iterations", '["lr"] = alpha * args.learning_rate'),
+    ("    run pi_old for T steps: s_t, a_t, r_t, done_t, log pi_old(a_t|s_t), V(s_t)", "def collect_rollout("),
+    ("        a time limit's step bootstraps from V(last observation), a termination's from 0",
+     "rollout.final_values[step] = agent.get_value("),
+    ("    A_t by GAE: delta_t = r_t + gamma V(s_{t+1}) - V(s_t), A_t = delta_t + gamma lambda A_{t+1}",
+     "def compute_gae("),
+    ("    V^targ_t = A_t + V(s_t)", "returns = advantages + rollout.values"),
+    ("    for K epochs:", "for epoch in range(args.update_epochs):"),
+    ("        for each shuffled minibatch of M steps:", "torch.randperm(args.batch_size"),
+    ("            r_t = exp(log pi(a_t|s_t) - log pi_old(a_t|s_t))", "ratio = logratio.exp()"),
+    ("            A_t normalized over the minibatch", "if args.norm_adv:"),
+    ("            -L^CLIP = -mean(min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t))", "def clipped_surrogate_loss("),
+    ("            loss = -L^CLIP + c1 L^VF - c2 S", "loss = pg_loss + args.vf_coef * v_loss"),
+    ("            one Adam step, the gradient's norm clipped to max_grad_norm", "optimizer.step()"),
+]
+
+
+def pseudocode_block(root: Path = ROOT) -> str:
+    """The loop as a Markdown list of lines (a code block cannot hold links), each linking to its line."""
+    lines = (root / "ppo_cartpole.py").read_text().splitlines()
+    out = []
+    for text, needle in PSEUDOCODE:
+        found = [n for n, line in enumerate(lines, start=1) if needle in line and not line.strip().startswith("#")]
+        if not found:
+            raise SystemExit(f"course.figures: no line of ppo_cartpole.py holds {needle!r}")
+        indent = len(text) - len(text.lstrip())
+        out.append(f"{'&nbsp;' * indent}[`{text.strip()}`](../ppo_cartpole.py#L{found[0]})<br>")
+    out[-1] = out[-1].removesuffix("<br>")
+    return "\n".join(out)
+
+
+# --- writing and checking ------------------------------------------------------------------------------------------
+
+def figures() -> dict[str, bytes]:
+    return {"clip.svg": clip_figure(), "gae.svg": gae_figure(), "loop.svg": loop_figure(),
+            "networks.svg": network_figure(), "autoreset.svg": autoreset_figure(), "atari.svg": atari_figure()}
+
+
+def between(text: str, name: str, body: str) -> str:
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    if begin not in text or end not in text:
+        raise SystemExit(f"course.figures: {LESSON0.name} has no {begin} ... {end} markers")
+    return text[:text.index(begin) + len(begin)] + "\n" + body + "\n" + text[text.index(end):]
+
+
+def lesson0(text: str) -> str:
+    """ppo-on-one-page.md with its generated blocks as the code gives them today."""
+    return between(between(text, "gae-example", gae_table()), "loop", pseudocode_block())
+
+
+def shown(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 where a committed figure or block differs")
+    args = parser.parse_args(argv)
+    torch.manual_seed(0)
+    stale = []
+    FIGURES.mkdir(parents=True, exist_ok=True)
+    drawn = figures()
+    for name, data in drawn.items():
+        path = FIGURES / name
+        if not path.is_file() or path.read_bytes() != data:
+            stale.append(shown(path))
+            if not args.check:
+                path.write_bytes(data)
+    text = LESSON0.read_text()
+    updated = lesson0(text)
+    if updated != text:
+        stale.append(shown(LESSON0))
+        if not args.check:
+            LESSON0.write_text(updated)
+    if args.check:
+        print("\n".join(f"stale: {s}" for s in stale) or "course figures and blocks: as the code draws them")
+        return 1 if stale else 0
+    print(f"wrote {len(drawn)} figures in {shown(FIGURES)}/" + (f"; rewrote {', '.join(stale)}" if stale else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""The course's lesson 0 (course/ppo-on-one-page.md) and its pictures (course/figures/), drawn by course.figures from
+the lessons' own code: each committed figure and generated block is what the code draws today, each pseudocode line
+links to the line of ppo_cartpole.py that does it, and what the pictures show holds by hand."""
+
+import re
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from course import figures
+
+LESSON0 = ROOT / "course" / "ppo-on-one-page.md"
+
+
+@pytest.fixture(scope="module")
+def drawn() -> dict[str, bytes]:
+    return figures.figures()
+
+
+@pytest.mark.parametrize("name", ["clip.svg", "gae.svg", "loop.svg", "networks.svg", "autoreset.svg", "atari.svg"])
+def test_each_committed_figure_is_what_the_code_draws(drawn, name):
+    assert (figures.FIGURES / name).read_bytes() == drawn[name], f"run python -m course.figures to redraw {name}"
+    assert b"<dc:date>" not in drawn[name]  # no date: the same code draws the same bytes
+
+
+def test_lesson0_holds_the_generated_blocks_and_links_every_figure():
+    text = LESSON0.read_text()
+    assert figures.lesson0(text) == text, "run python -m course.figures to rewrite the generated blocks"
+    linked = set(re.findall(r"\]\(figures/(\w+\.svg)\)", text))
+    assert linked == {path.name for path in figures.FIGURES.glob("*.svg")}
+
+
+def test_each_pseudocode_line_links_to_the_line_that_does_it():
+    """A link's line number is the first line of ppo_cartpole.py holding the line's needle: moving the code moves
+    the link (lesson0's check above fails until the block is rewritten)."""
+    lines = (ROOT / "ppo_cartpole.py").read_text().splitlines()
+    block = LESSON0.read_text().split("<!-- loop:begin -->")[1].split("<!-- loop:end -->")[0]
+    links = re.findall(r"\[`([^`]+)`\]\(\.\./ppo_cartpole\.py#L(\d+)\)", block)
+    assert [text for text, _ in links] == [text.strip() for text, _ in figures.PSEUDOCODE]
+    for (_, line), (_, needle) in zip(links, figures.PSEUDOCODE):
+        assert needle in lines[int(line) - 1], (line, needle)
+    assert len(links) >= 10
+
+
+def test_the_clip_is_flat_where_the_paper_says():
+    """Figure 1 by hand: for A > 0 the objective is r A up to 1 + eps and flat beyond, with slope A then 0; for A < 0
+    it is flat below 1 - eps, r A above."""
+    eps = 0.2
+    for advantage in (1.0, -1.0):
+        r, value, slope = figures.clip_curves(advantage, eps)
+        inside = (r > 1 - eps + 1e-9) & (r < 1 + eps - 1e-9)
+        assert np.allclose(value[inside], r[inside] * advantage) and np.allclose(slope[inside], advantage)
+        flat = r > 1 + eps + 1e-9 if advantage > 0 else r < 1 - eps - 1e-9
+        assert np.allclose(value[flat], (1 + eps if advantage > 0 else 1 - eps) * advantage)
+        assert np.all(slope[flat] == 0)
+        other = r < 1 - eps - 1e-9 if advantage > 0 else r > 1 + eps + 1e-9  # the side the min never clips
+        assert np.allclose(value[other], r[other] * advantage) and np.allclose(slope[other], advantage)
+
+
+def test_the_worked_example_by_hand():
+    """lambda = 0: A_t = delta_t = r_t + gamma V(s_{t+1}) - V(s_t), with V(s_{t+1}) = 0 after the termination (t = 2)
+    and V(last observation) = 2.4 after the truncation (t = 4); lambda = 1: the discounted rewards to the episode's
+    end (or to the bootstrap) minus V(s_t)."""
+    found = figures.gae_example()
+    assert np.allclose(found[0.0], [1 + 0.9 * 1.5 - 2, 1 + 0.9 * 0.8 - 1.5, 1 - 0.8, 1 + 0.9 * 2.6 - 3,
+                                    1 + 0.9 * 2.4 - 2.6, 1 + 0.9 * 2.0 - 2.2])
+    assert np.allclose(found[1.0][:3], [1 + 0.9 + 0.81 - 2, 1 + 0.9 - 1.5, 1 - 0.8])
+    assert np.allclose(found[1.0][3:5], [1 + 0.9 * (1 + 0.9 * 2.4) - 3, 1 + 0.9 * 2.4 - 2.6])
+    table = figures.gae_table()
+    assert "| 2 | 1 | 0.8 | terminated | 0 (no future) | +0.200 | +0.200 | +0.200 |" in table
+
+
+def test_autoreset_as_gymnasium_does_it():
+    """The default mode returns the ended episode's last observation, then spends a step on the reset; SAME_STEP
+    returns the new episode's first observation at once, the last one in info["final_obs"]."""
+    next_step = figures.autoreset_rows(gym.vector.AutoresetMode.NEXT_STEP)
+    same_step = figures.autoreset_rows(gym.vector.AutoresetMode.SAME_STEP)
+    assert next_step[3] == (3, 3.0, True, "a transition") and next_step[4][3] == "a reset: no transition"
+    assert same_step[3] == (3, 0.0, True, "ends: final_obs 3") and same_step[4] == (4, 1.0, False, "a transition")
+
+
+def test_the_atari_figure_shows_the_ball_moving():
+    (_, raw), (_, maxed), (_, small), (_, frames) = figures.atari_frames()
+    assert raw.shape == (210, 160, 3) and maxed.shape == (210, 160, 3) and small.shape == (84, 84)
+    assert frames.shape == (4, 84, 84) and np.array_equal(frames[-1], small)
+    spots = figures.ball(frames)
+    assert all(spots) and len({spot for spot in spots}) == 4  # a ball found in each frame, never in the same place
+
+
+def test_check_mode_finds_a_stale_figure(tmp_path, monkeypatch):
+    monkeypatch.setattr(figures, "FIGURES", tmp_path)
+    (tmp_path / "clip.svg").write_bytes(b"<svg/>")
+    assert figures.main(["--check"]) == 1
+    assert (tmp_path / "clip.svg").read_bytes() == b"<svg/>"  # --check writes nothing
+
+
+def test_lesson0_page_typesets_every_formula_and_links_into_the_site(tmp_path):
+    """The site's lesson-0.html: each $...$ and $$...$$ typeset by KaTeX (none left as text), each figure copied
+    beside it, each pseudocode line a link to its line of the CartPole lesson page, every answer folded."""
+    from render.course import _MATH, lesson0_page
+
+    html = lesson0_page(ROOT, tmp_path)
+    text = LESSON0.read_text()
+    assert html.count('<span class="katex">') == len(_MATH.findall(text)) >= 100
+    assert "MATHPLACE" not in html and "$$" not in html
+    sources = re.findall(r'<img [^>]*src="([^"]+)"', html)
+    assert len(sources) == 6 and all((tmp_path / src).is_file() for src in sources)
+    lines = re.findall(r'href="lessons/ppo_cartpole\.html#L(\d+)"', html)
+    assert len(lines) == len(figures.PSEUDOCODE)
+    assert html.count("<details>") == text.count("<details>") >= 4 and html.count("<summary>") == html.count("<details>")
+
+
+def test_the_index_reads_lesson_0_first(tmp_path):
+    from render.index import index_page
+
+    html = index_page(ROOT, tmp_path, [])
+    path = html.split('<ol class="path" start="0">')[1].split("</ol>")[0]
+    assert path.index('href="lesson-0.html"') < path.index('href="lessons/ppo_cartpole.html"')
