@@ -722,7 +722,8 @@ def render_pair(diff: PairDiff, pair: ReadmePair | None = None) -> str:
     summary = (f'<p class="counts">{len(diff.hunks)} hunks: {counts["code"]} code, {counts["prose"]} prose-only '
                f'(comments, docstrings, help texts, blank lines), {counts["copied"]} inside copied blocks; '
                f'{counts["folds"]} copied block{"s" * (counts["folds"] != 1)} folded</p>')
-    switch = ('<input type="checkbox" id="hide-prose" class="hide-prose">'
+    # prose-only changes hidden by default: a reader of the diff sees what the variant changes in code first
+    switch = ('<input type="checkbox" id="hide-prose" class="hide-prose" checked>'
               '<label for="hide-prose" class="hide-prose">Hide prose-only changes</label>')
     body = (f'<h1>{esc(title)}</h1><p class="files">{files}</p>{readme}{summary}{legend}{switch}'
             f'<div class="diff">{h.items(diff.stream)}</div>')

@@ -76,9 +76,10 @@ class Links:
 
 
 def render_table_markdown(text: str) -> str:
-    """Markdown with tables (README's results, the details map, benchmarks/README.md), its comment lines left out
-    (the converter takes no raw HTML, so they would show as text)."""
-    return markdown_without_html(["tables", "fenced_code"]).convert(_COMMENT_LINE.sub("", text))
+    """Markdown with tables (README's results, the details map, benchmarks/README.md), its comment lines made blank
+    lines (the converter takes no raw HTML, so they would show as text; and a table right after a paragraph, with
+    only a marker line between them, would read as the paragraph's text)."""
+    return markdown_without_html(["tables", "fenced_code"]).convert(_COMMENT_LINE.sub("\n", text))
 
 
 def index_page(root: Path, out: Path, diff_pages: list[tuple[str, str, str]]) -> str:

@@ -78,36 +78,61 @@ def rows(lesson: Lesson, first: int, last: int) -> list[Row]:
 # ---------------------------------------------------------------------------------------------------------
 # Prose
 # ---------------------------------------------------------------------------------------------------------
+def _try_this_markdown(lines: list[str]) -> tuple[str, list[str]]:
+    """The "Try this" part (its header, which may take two lines, and its experiments: common.lessons' layout) as
+    (title, Markdown lines): each experiment's command, then its question, its answer and what was measured."""
+    from common.lessons import try_this
+
+    header, experiments = try_this("\n".join(lines))
+    out = ["", f"**{header}**", ""]
+    for e in experiments:
+        out += [f"- `{e.command}`", f"    - *Predict:* {e.predict}", f"    - *Answer:* {e.answer}",
+                f"    - *Measured:* {e.measured}"]
+    return header, out + [""]
+
+
 def _docstring_parts(text: str) -> list[tuple[str, list[str]]]:
     """A docstring's plain-text layout as Markdown: an unindented line followed by indented ones is a heading
-    (shown bold), the indented lines its paragraphs; the lines under "Usage" are commands (a code block).
+    (shown bold), the indented lines its paragraphs; the lines under "Usage" are commands, those under "The loop"
+    pseudocode (each a code block); "Try this" is a list of experiments (_try_this_markdown).
 
     In parts, (title, Markdown lines): a part starts at each heading (titled by it) and at each unindented line after
     a blank one ("Differs from: nothing, ...", titled by its text); the first part, the summary line's, is titled "".
     Joined by newlines, the parts are the docstring's Markdown."""
     lines = inspect.cleandoc(text).splitlines()
     parts: list[tuple[str, list[str]]] = [("", [])]
-    in_usage = False
+    in_code = False  # under "Usage" or "The loop": a code block
+    skip_to = 0
     for i, line in enumerate(lines):
+        if i < skip_to:
+            continue
         out = parts[-1][1]
+        if line.startswith("Try this ("):
+            if in_code:
+                out.append("```")
+                in_code = False
+            end = next((k for k in range(i, len(lines)) if not lines[k]), len(lines))
+            parts.append(_try_this_markdown(lines[i:end]))
+            skip_to = end
+            continue
         following = lines[i + 1] if i + 1 < len(lines) else ""
         if line and not line[0].isspace() and following.startswith("    "):
-            if in_usage:
+            if in_code:
                 out.append("```")
-            in_usage = line.strip() == "Usage"
-            parts.append((line.strip(), ["", f"**{line.strip()}**", ""] + (["```"] if in_usage else [])))
+            in_code = line.strip() == "Usage" or line.startswith("The loop")
+            parts.append((line.strip(), ["", f"**{line.strip()}**", ""] + (["```"] if in_code else [])))
             continue
-        if in_usage and not line.strip():
+        if in_code and not line.strip():
             out.append("```")
-            in_usage = False
+            in_code = False
         if line and not line[0].isspace() and i > 0 and not lines[i - 1].strip():
             parts.append((line.strip(), []))  # a paragraph of its own, between blank lines: a block boundary
             out = parts[-1][1]
         line = line[4:] if line.startswith("    ") else line
         if re.match(r"^\[\w+\] ", line):  # a reference, "[PPO] Schulman et al. ...": one item each
             line = "- " + line
-        out.append(line if in_usage else _no_numbered_list(line))
-    if in_usage:
+        out.append(line if in_code else _no_numbered_list(line))
+    if in_code:
         parts[-1][1].append("```")
     return parts
 

@@ -114,16 +114,46 @@ def test_a_link_to_a_folded_line_opens_its_block(site, driver):
                                  "r.top < innerHeight", target)  # scrolled to
 
 
-def test_the_switch_hides_prose_only_hunks(site, driver):
+def test_the_switch_hides_prose_only_hunks_until_asked(site, driver):
+    """A diff page opens on the code changes, the prose-only hunks hidden; the switch shows them, and hides them
+    again."""
     browser.load(driver, (site / "diffs" / "ppo_cartpole--ppo_lunarlander_vec.html").as_uri())
     prose = driver.find_elements(By.CSS_SELECTOR, ".prose-only")
     code = driver.find_elements(By.CSS_SELECTOR, ".hunk:not(.prose-only)")
     assert prose and code
-    visible = [h for h in prose if h.is_displayed()]
-    assert visible
+    assert not any(h.is_displayed() for h in prose) and any(h.is_displayed() for h in code)
+    driver.find_element(By.CSS_SELECTOR, "label[for='hide-prose']").click()
+    assert any(h.is_displayed() for h in prose)
     driver.find_element(By.CSS_SELECTOR, "label[for='hide-prose']").click()
     assert not any(h.is_displayed() for h in prose)
     assert any(h.is_displayed() for h in code)
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.module)
+def test_a_lesson_page_shows_the_loop_as_lines_and_try_this_as_experiments(site, driver, lesson):
+    """The docstring's pseudocode keeps its lines and their indentation (a code block), and each "Try this"
+    experiment is an item: its command, then the question to predict, the answer and what was measured."""
+    from common.lessons import try_this
+
+    _, experiments = try_this(__import__(lesson.module).__doc__)
+    browser.load(driver, (site / "lessons" / f"{lesson.module}.html").as_uri())
+    loop = driver.find_element(By.XPATH, "//p[strong[starts-with(., 'The loop')]]/following-sibling::*[1]")
+    assert loop.tag_name in ("pre", "div") and "\n" in loop.get_attribute("textContent").strip()
+    items = driver.find_elements(By.XPATH, "//p[strong[starts-with(., 'Try this')]]/following-sibling::ul[1]/li")
+    assert [item.find_element(By.TAG_NAME, "code").text for item in items] == [e.command for e in experiments]
+    for item in items:
+        assert [li.text.split(":")[0] for li in item.find_elements(By.CSS_SELECTOR, "ul li")] == \
+            ["Predict", "Answer", "Measured"]
+
+
+def test_the_index_shows_the_results_as_a_table(site, driver):
+    """README's results are a Markdown table after a paragraph and a marker line: on the index they are a table, a
+    row a recipe, not a paragraph of | and ---."""
+    browser.load(driver, (site / "index.html").as_uri())
+    section = driver.find_element(By.XPATH, "//h2[@id='results-at-a-glance']/following-sibling::div[1]")
+    rows = section.find_elements(By.CSS_SELECTOR, "table tr")
+    assert len(rows) >= 10 and rows[0].find_elements(By.TAG_NAME, "th")
+    assert "|---|" not in section.text
 
 
 @pytest.mark.parametrize("width", [1280, 390])

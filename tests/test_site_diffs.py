@@ -187,7 +187,7 @@ def test_prose_only_changes_are_told_apart_and_the_switch_hides_them(tmp_path: P
     assert parsed.order == ["switch", "diff"]
     css = (STATIC / "diff.css").read_text()
     assert re.search(r"input\.hide-prose:checked ~ \.diff \.prose-only \{ display: none; \}", css)
-    assert '<input type="checkbox" id="hide-prose" class="hide-prose">' in page
+    assert '<input type="checkbox" id="hide-prose" class="hide-prose" checked>' in page  # hidden by default
 
 
 def test_a_change_that_mixes_prose_and_code_is_code(tmp_path: Path):
