@@ -20,7 +20,7 @@ from pathlib import Path
 
 from common.lessons import LESSONS, SCRIPTS
 from render import diffs
-from render.course import PAGE as LESSON0_PAGE, lesson0_page
+from render.course import PAGE as LESSON0_PAGE, checks_html, intro_html, lesson0_page
 from render.equations import typeset, vendor
 from render.html import pygments_css
 from render.index import benchmarks_page, index_page
@@ -46,6 +46,9 @@ def build(out: Path, root: Path = ROOT) -> list[Path]:
         shutil.copyfile(root / script, out / "raw" / script)
     for module in sorted((root / "common").glob("*.py")):
         shutil.copyfile(module, out / "raw" / "common" / module.name)
+    (out / "raw" / "course" / "checks").mkdir(parents=True)
+    for checks in sorted((root / "course" / "checks").glob("*.md")):  # the lessons' check questions
+        shutil.copyfile(checks, out / "raw" / "course" / "checks" / checks.name)
     for figure in (figure for lesson in LESSONS for figure in lesson.figures):  # the lesson pages' curves
         (out / "raw" / figure.path).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(root / figure.path, out / "raw" / figure.path)
@@ -57,7 +60,11 @@ def build(out: Path, root: Path = ROOT) -> list[Path]:
         script = lesson.script
         neighbours = [("../" + href, f"{a} -> {b}") for a, b, href in pairs if script in (a, b)]
         path = out / "lessons" / f"{script[:-3]}.html"
-        path.write_text(lesson_page(read_lesson(root / script), equations, neighbours, lesson.figures))
+        source = read_lesson(root / script)
+        diff_href = next((f"../{href}" for a, b, href in pairs if b == script), None)
+        intro = intro_html(source.lines, lesson.neighbour, diff_href)
+        path.write_text(lesson_page(source, equations, neighbours, lesson.figures, intro,
+                                    checks_html(root, lesson.module)))
         pages.append(path)
     (out / LESSON0_PAGE).write_text(lesson0_page(root, out))  # lesson 0, first in the reading path
     pages.append(out / LESSON0_PAGE)

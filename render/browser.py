@@ -1,7 +1,8 @@
 """Debian's Chromium, headless, driven by Selenium through chromium-driver: for the site's browser tests and for
-README's two screenshots.
+README's screenshots.
 
-    python -m render.browser OUT_FOLDER    # build the site, then screenshot a lesson page and a diff page
+    python -m render.browser OUT_FOLDER    # build the site, then screenshot lesson 0, a lesson page and a diff page,
+                                           # at 1280 and at 390 px
 
 Both programs come from apt (`apt-get install chromium chromium-driver`; .ci/run installs them where they are
 missing): a browser download (Selenium Manager's, Playwright's) cannot work on a machine without the internet, so
@@ -77,6 +78,10 @@ def screenshot(url: str, out: Path, width: int, height: int, scroll_to: str | No
     image.quantize(colors=128, method=Image.Quantize.MEDIANCUT).save(out, optimize=True)
 
 
+SHOTS = ("lesson-page.png", "diff-page.png", "lesson0-page.png", "lesson0-page-390.png", "lesson-page-390.png",
+         "diff-page-390.png")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
@@ -100,7 +105,16 @@ def main(argv: list[str] | None = None) -> int:
                    scroll_to=f"L{update - 4}")
         screenshot((site / "diffs" / "ppo_cartpole--ppo_lunarlander_vec.html").as_uri(), out / "diff-page.png",
                    1280, 820)
-    for name in ("lesson-page.png", "diff-page.png"):
+        screenshot((site / "lesson-0.html").as_uri(), out / "lesson0-page.png", 1280, 820,
+                   scroll_to="the-clip-case-by-case")
+        # a phone's width: the same pages at 390 px
+        screenshot((site / "lesson-0.html").as_uri(), out / "lesson0-page-390.png", 390, 844,
+                   scroll_to="the-clip-case-by-case")
+        screenshot((site / "lessons" / "ppo_cartpole.html").as_uri(), out / "lesson-page-390.png", 390, 844,
+                   scroll_to=f"L{update - 4}")
+        screenshot((site / "diffs" / "ppo_cartpole--ppo_lunarlander_vec.html").as_uri(), out / "diff-page-390.png",
+                   390, 844)
+    for name in SHOTS:
         print(f"{out / name}: {(out / name).stat().st_size // 1024} KB")
     return 0
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import markdown
 
 from render.equations import typeset_tex
-from render.html import page
+from render.html import esc, page
 from render.index import Links, heading_ids
 
 LESSON0 = Path("course") / "ppo-on-one-page.md"
@@ -38,16 +38,56 @@ def lesson0_html(text: str, links=lambda text: text) -> tuple[str, dict[str, str
     return heading_ids(html), tex
 
 
-def lesson0_page(root: Path, out: Path) -> str:
-    """The whole page, its links rewritten into the site (Links: figures copied under raw/)."""
-    links = Links(root, out)
-    html, tex = lesson0_html((root / LESSON0).read_text(), lambda text: links.markdown(text, (root / LESSON0).parent))
-    typeset = typeset_tex(tex)
-    for key, rendered in typeset.items():
+def with_math(html: str, tex: dict[str, str], where: object) -> str:
+    """lesson0_html's placeholders replaced by KaTeX's HTML (typeset by Node.js, in one call)."""
+    for key, rendered in typeset_tex(tex).items():
         n = key.split(":")[1]
         if key.startswith("display:"):
             html = html.replace(f"<p>MATHPLACE{n}X</p>", f'<div class="math">{rendered}</div>')
         html = html.replace(f"MATHPLACE{n}X", rendered)
     if "MATHPLACE" in html:
-        raise RuntimeError(f"{LESSON0}: a piece of math was not typeset")
+        raise RuntimeError(f"{where}: a piece of math was not typeset")
+    return html
+
+
+def lesson0_page(root: Path, out: Path) -> str:
+    """The whole page, its links rewritten into the site (Links: figures copied under raw/)."""
+    links = Links(root, out)
+    html, tex = lesson0_html((root / LESSON0).read_text(), lambda text: links.markdown(text, (root / LESSON0).parent))
+    html = with_math(html, tex, LESSON0)
     return page("Lesson 0: PPO on one page", f'<article class="lesson0 md">{html}</article>', depth=0, katex=True)
+
+
+# --- around each lesson's page: what it teaches, what to read first, where its loop is; its check questions ------
+
+CHECKS = Path("course") / "checks"  # <lesson's module>.md: three questions, each answer in a <details>
+
+
+def checks_html(root: Path, module: str) -> str:
+    """The lesson's check questions (course/checks/<module>.md) for the end of its page: three questions whose
+    answers unfold, their math typeset."""
+    path = root / CHECKS / f"{module}.md"
+    html, tex = lesson0_html(path.read_text())
+    html = re.sub(r"<h1[^>]*>.*?</h1>", "", with_math(html, tex, path), count=1, flags=re.S)
+    source = f"{CHECKS.as_posix()}/{module}.md"
+    return (f'<section class="checks md" id="check-questions"><h2>Check questions</h2>{html}'
+            f'<p class="from">(<a href="../raw/{source}">{source}</a>)</p></section>')
+
+
+def intro_html(lines: list[str], neighbour: str | None, diff_href: str | None) -> str:
+    """The top of a lesson's page: what it teaches (its docstring's part of that name), what to read first, and
+    where its PPO loop starts (train()'s `for iteration in range(` line)."""
+    start = lines.index("What this lesson teaches") + 1
+    end = next(i for i in range(start, len(lines)) if not lines[i].strip())
+    teaches = " ".join(" ".join(lines[start:end]).split())
+    loop = next(n for n, line in enumerate(lines, start=1) if line.strip().startswith("for iteration in range("))
+    if neighbour is None:
+        first = '<a href="../lesson-0.html">Lesson 0: PPO on one page</a>, the ideas this code uses'
+    else:
+        first = (f'<a href="{neighbour[:-3]}.html"><code>{neighbour}</code></a>, the lesson this one differs from, and '
+                 f'<a href="{diff_href}">the diff between them</a>')
+    return ('<section class="intro" id="intro"><ul>'
+            f"<li><strong>What you will learn:</strong> {esc(teaches)}</li>"
+            f"<li><strong>Read first:</strong> {first}.</li>"
+            f'<li><strong>The PPO loop</strong> starts at <a href="#L{loop}">line {loop}</a>, in <code>train()</code>; '
+            'the <a href="#check-questions">check questions</a> are at the end.</li></ul></section>')

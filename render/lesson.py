@@ -8,9 +8,11 @@ Every line of the script is on the page once, in order, under an anchor named as
   starts in the rendered note;
 - code is highlighted by Pygments, with the file's line numbers;
 - an equation that a row cites (its notes, its trailing comments or its help texts: "eq. 7", "eqs. 7-9",
-  "Generalized Advantage Estimation") is typeset beside it, from render.equations' table;
-- a checked copy (`# Copied from common.<module>.<Name>`) is folded (HTML `details`) under a line that names the
-  original and the other lessons carrying the same copy; the plumbing below the fence is folded under the fence;
+  "Generalized Advantage Estimation") is typeset beside it, from render.equations' table, once a page: a later row
+  citing it links to that box;
+- a checked copy (`# Copied from common.<module>.<Name>`) sits in an HTML `details` under a line that names the
+  original and the other lessons carrying the same copy, open above the fence (PPO's own functions), folded below;
+  the plumbing below the fence is folded under the fence;
 - the lesson's learning curves (common.lessons' `figures`, committed PNGs of benchmarks/results/) are in the module
   docstring's note, right after its "What you should see", each with its caption.
 """
@@ -211,16 +213,31 @@ def note_html(lesson: Lesson, lines: list[int], after: dict[str, str] | None = N
 # ---------------------------------------------------------------------------------------------------------
 # Code and equations
 # ---------------------------------------------------------------------------------------------------------
+def equations_html(keys: list[str], typeset: dict[str, str], shown: set[str] | None) -> str:
+    """A box of KaTeX's HTML for each equation cited; one already shown on the page (`shown`, which this adds to)
+    gets a link to its box instead: an equation is typeset once per page."""
+    out = []
+    for key in keys:
+        if shown is not None and key in shown:
+            out.append(f'<p class="eq-ref" data-eq="{esc(key)}"><a href="#eq-{esc(key)}">'
+                       f"{esc(EQUATIONS[key].label)}</a>, typeset above</p>")
+            continue
+        out.append(f'<figure class="eq" id="eq-{esc(key)}" data-eq="{esc(key)}">{typeset[key]}'
+                   f"<figcaption>{esc(EQUATIONS[key].label)}</figcaption></figure>")
+        if shown is not None:
+            shown.add(key)
+    return "".join(out)
+
+
 def row_html(lesson: Lesson, row: Row, highlighted: list[str], typeset: dict[str, str],
-             after: dict[str, str] | None = None) -> str:
+             after: dict[str, str] | None = None, shown: set[str] | None = None) -> str:
     if row.kind == "heading":  # a section banner: its title as a heading, its three lines as anchors
         title = lesson.lines[row.note[1] - 1][2:].strip() if len(row.note) == 3 else ""
         return (f'<section class="heading" id="sec-{slug(title)}" data-lines="{row.note[0]}-{row.note[-1]}">'
                 f"{_anchors(row.note)}<h2>{esc(title)}</h2></section>")
     notes = note_html(lesson, row.note, after)
     text = "\n".join(lesson.lines[n - 1] for n in row.note + row.code)  # notes, trailing comments, help texts
-    equations = "".join(f'<figure class="eq" data-eq="{esc(key)}">{typeset[key]}'
-                        f"<figcaption>{esc(EQUATIONS[key].label)}</figcaption></figure>" for key in cited(text))
+    equations = equations_html(cited(text), typeset, shown)
     lines = row.note + row.code
     span = f"{lines[0]}-{lines[-1]}" if lines else ""
     if not row.code:
@@ -245,21 +262,24 @@ def copy_summary(lesson: Lesson, copy: CopiedBlock) -> str:
 
 
 def body_html(lesson: Lesson, first: int, last: int, highlighted: list[str], typeset: dict[str, str],
-              after: dict[str, str] | None = None) -> str:
-    """Lines first..last, copied blocks folded; `after`: note_html's, for the rows before the first copy (the
-    module docstring's)."""
+              after: dict[str, str] | None = None, open_copies: bool = False, shown: set[str] | None = None) -> str:
+    """Lines first..last, copied blocks in a `details` each (open with `open_copies`: PPO's own, above the fence;
+    folded below it); `after`: note_html's, for the rows before the first copy (the module docstring's)."""
     parts, n = [], first
     copies = [c for c in lesson.copies if first <= c.first <= last]
     for copy in copies:
         if n < copy.first:
-            parts += [row_html(lesson, r, highlighted, typeset, after) for r in rows(lesson, n, copy.first - 1)]
+            parts += [row_html(lesson, r, highlighted, typeset, after, shown) for r in rows(lesson, n, copy.first - 1)]
             after = None
-        inner = "".join(row_html(lesson, r, highlighted, typeset) for r in rows(lesson, copy.first + 1, copy.last))
-        parts.append(f'<details class="copy" data-target="{esc(copy.target)}" data-lines="{copy.first}-{copy.last}">'
+        inner = "".join(row_html(lesson, r, highlighted, typeset, None, shown)
+                        for r in rows(lesson, copy.first + 1, copy.last))
+        opened = " open" if open_copies else ""
+        parts.append(f'<details class="copy"{opened} data-target="{esc(copy.target)}" '
+                     f'data-lines="{copy.first}-{copy.last}">'
                      f"<summary>{copy_summary(lesson, copy)}</summary>{inner}</details>")
         n = copy.last + 1
     if n <= last:
-        parts += [row_html(lesson, r, highlighted, typeset, after) for r in rows(lesson, n, last)]
+        parts += [row_html(lesson, r, highlighted, typeset, after, shown) for r in rows(lesson, n, last)]
     return "".join(parts)
 
 
@@ -298,22 +318,26 @@ def curve_html(figure: Figure, root: Path) -> str:
 
 
 def lesson_page(lesson: Lesson, typeset: dict[str, str], neighbours: list[tuple[str, str]],
-                figures: tuple[Figure, ...] = ()) -> str:
+                figures: tuple[Figure, ...] = (), intro: str = "", checks: str = "") -> str:
     """The whole page. `neighbours`: (href, title) of the diff pages this lesson is in; `figures`: its learning
-    curves (common.lessons), shown right after the module docstring's "What you should see"."""
+    curves (common.lessons), shown right after the module docstring's "What you should see"; `intro` and `checks`
+    (render.course): what the lesson teaches, what to read first and where its loop is, at the top; its check
+    questions, at the end."""
     # Pygments' HTML of each line (spans closed at each line's end), index n - 1 for line n
     highlighted = highlight("\n".join(lesson.lines) + "\n", PythonLexer(), HtmlFormatter(nowrap=True)).split("\n")
     total = len(lesson.lines)
     end_of_lesson = lesson.fence[0] - 1 if lesson.fence else total
     curves = "".join(curve_html(figure, lesson.path.parent) for figure in figures)
-    body = body_html(lesson, 1, end_of_lesson, highlighted, typeset, {SHOULD_SEE: curves} if curves else None)
+    shown: set[str] = set()  # the equations typeset so far: each once per page
+    body = body_html(lesson, 1, end_of_lesson, highlighted, typeset, {SHOULD_SEE: curves} if curves else None,
+                     open_copies=True, shown=shown)  # PPO's own functions (GAE, the losses, the rollout), shown
     if curves and body.count(curves) != 1:
         raise RuntimeError(f'{lesson.name}: its figures need one docstring part "{SHOULD_SEE}" before its first '
                            f"copied block, found {body.count(curves)}")
     if lesson.fence:
         first, last = lesson.fence
         fence_text = " ".join(line.lstrip("# ").strip() for line in lesson.lines[first:last - 1])
-        plumbing = body_html(lesson, last + 1, total, highlighted, typeset)
+        plumbing = body_html(lesson, last + 1, total, highlighted, typeset, shown=shown)
         body += (f'<details class="plumbing" id="sec-the-plumbing" data-lines="{first}-{total}"><summary>'
                  f'{_anchors(list(range(first, last + 1)))}<span class="fence">{esc(fence_text)}</span></summary>'
                  f"{plumbing}</details>")
@@ -322,5 +346,6 @@ def lesson_page(lesson: Lesson, typeset: dict[str, str], neighbours: list[tuple[
     links += [f'<li><a href="{esc(href)}">{esc(title)}</a></li>' for href, title in neighbours]
     nav = (f'<nav class="parts" aria-label="parts of the lesson"><ul>{menu}</ul><ul class="more">{"".join(links)}</ul>'
            "</nav>")
-    content = f'<h1>{esc(lesson.name)}</h1>{nav}<div class="lesson" data-script="{lesson.name}">{body}</div>'
+    content = (f'<h1>{esc(lesson.name)}</h1>{intro}{nav}<div class="lesson" data-script="{lesson.name}">{body}</div>'
+               f"{checks}")
     return page(lesson.name, content + OPEN_TARGET, depth=1, katex=True)

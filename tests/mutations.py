@@ -127,7 +127,7 @@ MUTATIONS = [
              ["tests/test_checkpoints.py"]),
     Mutation("details-map-links-a-comment", "a comment that mentions a detail's needle above its code, and the map "
              "rewritten (survived: the old test holds by construction)",
-             [("# eps 1e-5 instead of Adam's default 1e-8", "# eps=1e-5 instead of Adam's default 1e-8")],
+             [("# Adam's eps 1e-5, not 1e-8", "# Adam's eps=1e-5, not 1e-8")],
              ["tests/test_details_map.py"], after=["-m", "common.details_map", "--write"]),
     Mutation("ablation-verdict-sign", "the ablation studies' verdict: an effect below the default called better on a "
              "score where higher is better (the sides swapped)",
@@ -203,7 +203,8 @@ MUTATIONS = [
              ["tests/test_site_diffs.py"], files="render/diffs.py"),
     Mutation("diff-switch-inert", "diff page: the switch hides nothing (its CSS rule aims at no element)",
              [("input.hide-prose:checked ~ .diff .prose-only", "input.hide-prose:checked ~ .nothing .prose-only")],
-             ["tests/test_site_browser.py::test_the_switch_hides_prose_only_hunks"], files="render/static/diff.css"),
+             ["tests/test_site_browser.py::test_the_switch_hides_prose_only_hunks_until_asked"],
+             files="render/static/diff.css"),
 ]
 
 

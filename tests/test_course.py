@@ -109,7 +109,8 @@ def test_lesson0_page_typesets_every_formula_and_links_into_the_site(tmp_path):
     assert len(sources) == 6 and all((tmp_path / src).is_file() for src in sources)
     lines = re.findall(r'href="lessons/ppo_cartpole\.html#L(\d+)"', html)
     assert len(lines) == len(figures.PSEUDOCODE)
-    assert html.count("<details>") == text.count("<details>") >= 4 and html.count("<summary>") == html.count("<details>")
+    assert html.count("<details>") == text.count("<details>") >= 4
+    assert html.count("<summary>") == html.count("<details>")
 
 
 def test_the_index_reads_lesson_0_first(tmp_path):
@@ -118,3 +119,15 @@ def test_the_index_reads_lesson_0_first(tmp_path):
     html = index_page(ROOT, tmp_path, [])
     path = html.split('<ol class="path" start="0">')[1].split("</ol>")[0]
     assert path.index('href="lesson-0.html"') < path.index('href="lessons/ppo_cartpole.html"')
+
+
+@pytest.mark.parametrize("module", [lesson.module for lesson in __import__("common.lessons").lessons.LESSONS])
+def test_each_lesson_has_three_check_questions_with_answers(module):
+    """course/checks/<module>.md: three numbered questions, each ending in "?", each answer in a <details> of its
+    own, its math typesettable (checked when the site is built, render.course.checks_html)."""
+    text = (ROOT / "course" / "checks" / f"{module}.md").read_text()
+    assert text.startswith(f"# Check questions: {module}.py\n")
+    questions = re.findall(r"^\*\*(\d)\.\*\* (.+?)\n\n<details><summary>Answer</summary>\n\n(.+?)\n\n</details>",
+                           text, re.M | re.S)
+    assert [n for n, _, _ in questions] == ["1", "2", "3"] and text.count("<details>") == 3
+    assert all(q.rstrip().endswith("?") and len(a.split()) >= 15 for _, q, a in questions)

@@ -42,7 +42,7 @@ def test_every_line_once_and_in_order(site, script):
         first, last = (int(x) for x in row.attrs["data-lines"].split("-"))
         prose = [n for n in range(first, last + 1) if n in lesson.prose]
         note = row.find_all("div", cls="note")[0]
-        rendered = note.text(skip=lambda child: child.tag == "figure")
+        rendered = note.text(skip=lambda child: child.tag == "figure" or "eq-ref" in child.classes())
         source = " ".join(lines[n - 1].strip().lstrip("#").replace('"""', "") for n in prose)
         assert words(rendered) == words(source), f"{script} lines {first}-{last}"
 
@@ -115,11 +115,17 @@ def test_each_cited_equation_is_typeset_beside_its_line(site, script):
             continue
         row = ancestor(by_id[f"L{n}"], "section")
         boxes = {box.attrs["data-eq"] for box in row.find_all("figure", cls="eq")}
-        assert set(keys) <= boxes, f"{script}:{n} cites {keys}, its row typesets {sorted(boxes)}"
+        refs = {ref.attrs["data-eq"] for ref in row.find_all("p", cls="eq-ref")}
+        assert set(keys) <= boxes | refs, f"{script}:{n} cites {keys}, its row typesets {sorted(boxes)}"
         for box in row.find_all("figure", cls="eq"):
             assert box.find_all(cls="katex"), "a box without KaTeX's HTML"
         checked += 1
     assert checked >= 8  # every lesson cites the paper's equations in a good many places
+    # once per page: one box an equation, the later citations linking to it
+    boxes = [box.attrs["data-eq"] for box in tree.find_all("figure", cls="eq")]
+    assert len(boxes) == len(set(boxes)), f"{script}: an equation typeset twice: {sorted(boxes)}"
+    for ref in tree.find_all("p", cls="eq-ref"):
+        assert ref.attrs["data-eq"] in boxes and f"eq-{ref.attrs['data-eq']}" in by_id
 
 
 def test_equation_citations_are_read_as_written():
@@ -141,7 +147,8 @@ def test_a_folded_block_holds_exactly_its_copied_lines(site, script):
         summary = block.find_all("summary")[0]
         assert line_ids(summary) == [copy.first]  # the marker line, always in sight
         assert copy.module in summary.text() and copy.target in summary.text()
-        assert block.attrs.get("open") is None  # folded
+        above_the_fence = copy.first < lesson.fence[0]  # PPO's own functions: open; the plumbing's: folded
+        assert (block.attrs.get("open") is not None) == above_the_fence, (copy.target, copy.first)
     plumbing = tree.find_all("details", cls="plumbing")
     assert len(plumbing) == 1 and line_ids(plumbing[0])[0] == lesson.fence[0]
     assert line_ids(plumbing[0])[-1] == len(lesson.lines)

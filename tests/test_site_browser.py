@@ -1,9 +1,11 @@
 """The site in a real browser: Debian's Chromium, headless, through Selenium and chromium-driver (render.browser).
 
 Every page loads with no console error and no request leaving the machine; the typeset equations have a size; the
-lesson pages' learning curves load, in the note column; a folded block opens on a click; the diff pages' switch hides the prose-only hunks; at 390 px wide the page body
-does not scroll sideways (the code scrolls in its own box). Screenshots at 1280 and 390 px go to the test's
-folder (pytest --basetemp to keep them).
+lesson pages' learning curves load, in the note column; a lesson page opens with its goals and ends with check
+questions whose answers unfold, shows its loop as lines and its Try this as experiments, PPO's copies open and the
+plumbing's folded until clicked; the diff pages open with the prose-only hunks hidden, the switch shows them; the
+index's results are a table; at 1280 and 390 px no page scrolls sideways and no line of code is cut (it wraps).
+Screenshots go to the test's folder (pytest --basetemp to keep them).
 
 Without chromium and chromium-driver these tests are skipped, unless REQUIRE_BROWSER=1 (.ci/run sets it, after
 installing both with apt-get): there a missing browser fails, so a green CI means the site rendered in one.
@@ -95,9 +97,16 @@ def test_the_learning_curves_load_beside_the_code(site, driver):
             assert note["left"] <= shown["left"] and shown["right"] <= note["right"] <= src["left"], figure.path
 
 
-def test_a_folded_block_opens_on_a_click(site, driver):
+def test_ppo_s_copies_are_open_and_the_plumbing_s_fold(site, driver):
+    """PPO's own functions (GAE, the losses, the rollout) are read on the page, copies or not; a copy of the plumbing,
+    below the fence, stays folded until clicked."""
     browser.load(driver, (site / "lessons" / "ppo_cartpole.html").as_uri())
-    block = driver.find_element(By.CSS_SELECTOR, "details.copy[data-target='common.ppo.compute_gae']")
+    for target in ("common.ppo.compute_gae", "common.ppo.clipped_surrogate_loss"):
+        block = driver.find_element(By.CSS_SELECTOR, f"details.copy[data-target='{target}']")
+        line = block.find_elements(By.CSS_SELECTOR, "span.line")[0]
+        assert block.get_attribute("open") is not None and line.is_displayed()
+    driver.find_element(By.CSS_SELECTOR, "details.plumbing > summary").click()
+    block = driver.find_element(By.CSS_SELECTOR, "details.copy[data-target='common.runs.RunLog']")
     inside = block.find_elements(By.CSS_SELECTOR, "span.line")[0]  # a line of its code
     assert not block.get_attribute("open") and not inside.is_displayed()
     block.find_element(By.TAG_NAME, "summary").click()
@@ -146,6 +155,27 @@ def test_a_lesson_page_shows_the_loop_as_lines_and_try_this_as_experiments(site,
             ["Predict", "Answer", "Measured"]
 
 
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.module)
+def test_a_lesson_page_opens_with_its_goals_and_ends_with_check_questions(site, driver, lesson):
+    """At the top: what the lesson teaches, what to read first (lesson 0, or the lesson it differs from and their
+    diff), and a link to its loop's line; at the end, three check questions whose answers unfold on a click."""
+    browser.load(driver, (site / "lessons" / f"{lesson.module}.html").as_uri())
+    items = driver.find_elements(By.CSS_SELECTOR, "section.intro li")
+    assert [i.text.split(":")[0] for i in items[:2]] == ["What you will learn", "Read first"]
+    first = [a.get_attribute("href") for a in items[1].find_elements(By.TAG_NAME, "a")]
+    expected = "lesson-0.html" if lesson.neighbour is None else f"lessons/{lesson.neighbour[:-3]}.html"
+    assert first[0].endswith(expected) and all((site / Path(h[len(site.as_uri()) + 1:].split("#")[0])).is_file()
+                                               for h in first)
+    loop = items[2].find_element(By.CSS_SELECTOR, "a[href^='#L']").get_attribute("href").split("#")[1]
+    assert "for iteration in range(" in driver.find_element(By.ID, loop).text
+    answers = driver.find_elements(By.CSS_SELECTOR, "section.checks details")
+    assert len(answers) == 3 and not any(a.get_attribute("open") for a in answers)
+    inside = answers[0].find_element(By.TAG_NAME, "p")
+    assert not inside.is_displayed()
+    answers[0].find_element(By.TAG_NAME, "summary").click()
+    assert inside.is_displayed()
+
+
 def test_the_index_shows_the_results_as_a_table(site, driver):
     """README's results are a Markdown table after a paragraph and a marker line: on the index they are a table, a
     row a recipe, not a paragraph of | and ---."""
@@ -168,9 +198,18 @@ def test_no_sideways_scroll_of_the_page(site, width, tmp_path):
             if page.name in ("ppo_cartpole.html", "ppo_cartpole--ppo_lunarlander_vec.html", "index.html"):
                 d.execute_script("window.scrollTo(0, 0)")
                 d.save_screenshot(str(tmp_path / f"{page.stem}-{width}.png"))
-        # The code scrolls inside its box: a long line makes its box, not the page, wider than the screen.
-        browser.load(d, (site / "lessons" / "ppo_breakout_atari.html").as_uri())
-        wide = d.execute_script(
-            "return [...document.querySelectorAll('pre.code')].some(p => p.scrollWidth > p.clientWidth)")
+        # No line of code is cut: a long line wraps inside its box (its continuation indented past the line
+        # number), so no box of code is wider than what it shows, and at 390 px some line takes two rows.
+        for lesson in LESSONS:
+            browser.load(d, (site / "lessons" / f"{lesson.module}.html").as_uri())
+            d.execute_script("document.querySelectorAll('details').forEach(x => x.open = true)")
+            cut = d.execute_script(
+                "return [...document.querySelectorAll('pre.code, .note pre')]"
+                ".filter(p => p.scrollWidth > p.clientWidth).map(p => p.textContent.slice(0, 60))")
+            assert not cut, f"{lesson.script} at {width} px: lines cut in {cut[:3]}"
         if width == 390:
-            assert wide
+            wrapped = d.execute_script(
+                "const l = [...document.querySelectorAll('pre.code .line')];"
+                "const h = l[0].getBoundingClientRect().height;"
+                "return l.some(x => x.getBoundingClientRect().height > 1.5 * h)")
+            assert wrapped
