@@ -8,7 +8,7 @@
 - gae.svg and the worked example's table: a 6-step rollout with a termination and a truncation, its advantages
   computed by ppo_cartpole.compute_gae for lambda 0, 0.95 and 1;
 - loop.svg: the loop of ppo_cartpole.train(), rollout, advantages and K epochs, with its defaults read off Args;
-- networks.svg: the layers of ppo_cartpole.Agent and ppo_lunarlander_vec.Agent, read off the modules;
+- networks.svg: the layers of each lesson's Agent, read off the modules;
 - autoreset.svg: what a gymnasium vector env returns, step by step, around an episode's end, in its default
   autoreset mode and in SAME_STEP (the lessons' make_envs), with a 3-step env of this file;
 - atari.svg: one Breakout frame through ppo_breakout_atari.py's wrappers, MaxAndSkip, GrayscaleResize and
@@ -195,47 +195,89 @@ def loop_figure() -> bytes:
 # --- the networks --------------------------------------------------------------------------------------------
 
 def layers(module: torch.nn.Module) -> list[str]:
-    """The module's layers in order, as "Linear 4->64", "Tanh", ..."""
+    """The module's layers in order, as "Linear 4->64", "Tanh", "Conv 4->32, 8x8/4", ..."""
     out = []
     for layer in module.modules():
         if isinstance(layer, torch.nn.Linear):
             out.append(f"Linear {layer.in_features}->{layer.out_features}")
-        elif isinstance(layer, (torch.nn.Tanh, torch.nn.ReLU)):
+        elif isinstance(layer, torch.nn.Conv2d):
+            out.append(f"Conv {layer.in_channels}->{layer.out_channels}, {layer.kernel_size[0]}x{layer.kernel_size[1]}"
+                       f"/{layer.stride[0]}")
+        elif isinstance(layer, (torch.nn.Tanh, torch.nn.ReLU, torch.nn.Flatten)):
             out.append(type(layer).__name__)
     return out
 
 
-def network_figure() -> bytes:
+def agents() -> dict[str, list[tuple[str, list[str]]]]:
+    """Each lesson's Agent, built at its default size on its default env's spaces: {lesson: [(part, its layers)]},
+    a shared trunk first where there is one."""
+    import types
+
     import gymnasium as gym
 
+    import ppo_breakout_atari
     import ppo_cartpole
     import ppo_lunarlander_vec
+    import ppo_mario_cnn
+    import ppo_pendulum_continuous
+
+    def spaces(obs_shape, actions):
+        action_space = gym.spaces.Discrete(actions) if isinstance(actions, int) else actions
+        return types.SimpleNamespace(observation_space=gym.spaces.Box(0, 255, obs_shape, np.uint8),
+                                     action_space=action_space)
 
     with gym.make("CartPole-v1") as env:
         cartpole = ppo_cartpole.Agent(env, ppo_cartpole.Args().hidden_size)
     with gym.make("LunarLander-v3") as env:
         lunar = ppo_lunarlander_vec.Agent(env, ppo_lunarlander_vec.Args().hidden_size)
-    fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.0), layout="constrained")
-    # (name, its layers, x, the y of its first layer): CartPole's heads sit below the trunk they share
-    panels = [
-        (axes[0], "ppo_cartpole.py: one shared layer, two heads",
-         [("trunk", layers(cartpole.trunk), 1.5, 2.75), ("actor: pi(a|s)", layers(cartpole.actor), 0.75, 1.35),
-          ("critic: V(s)", layers(cartpole.critic), 2.25, 1.35)]),
-        (axes[1], "ppo_lunarlander_vec.py: two networks, nothing shared",
-         [("actor: pi(a|s)", layers(lunar.actor), 0.75, 2.75), ("critic: V(s)", layers(lunar.critic), 2.25, 2.75)]),
-    ]
-    for ax, title, parts in panels:
+    with gym.make("Pendulum-v1") as env:
+        pendulum = ppo_pendulum_continuous.Agent(env, ppo_pendulum_continuous.Args().hidden_size)
+    breakout = ppo_breakout_atari.Agent(spaces((4, 84, 84), 4), ppo_breakout_atari.Args().hidden_size)
+    actions = len(ppo_mario_cnn.ACTION_SETS[ppo_mario_cnn.Args().action_type])
+    mario = ppo_mario_cnn.Agent(spaces((4, 84, 84), actions), ppo_mario_cnn.Args().hidden_size)
+    return {
+        "ppo_cartpole.py": [("trunk", layers(cartpole.trunk)), ("actor: pi(a|s)", layers(cartpole.actor)),
+                            ("critic: V(s)", layers(cartpole.critic))],
+        "ppo_lunarlander_vec.py": [("actor: pi(a|s)", layers(lunar.actor)), ("critic: V(s)", layers(lunar.critic))],
+        "ppo_pendulum_continuous.py": [
+            ("actor: mean mu(s)", layers(pendulum.actor_mean) + [f"+ log sigma: {pendulum.actor_logstd.numel()} free"]),
+            ("critic: V(s)", layers(pendulum.critic))],
+        "ppo_breakout_atari.py": [("trunk: Nature CNN", layers(breakout.trunk)), ("actor: pi(a|s)", layers(breakout.actor)),
+                                  ("critic: V(s)", layers(breakout.critic))],
+        "ppo_mario_cnn.py": [("actor: pi(a|s)", layers(mario.actor_cnn) + layers(mario.actor)),
+                             ("critic: V(s)", layers(mario.critic_cnn) + layers(mario.critic))],
+    }
+
+
+def network_figure() -> bytes:
+    found = agents()
+    fig = plt.figure(figsize=(7.2, 5.6), layout="constrained")
+    grid = fig.add_gridspec(2, 6, height_ratios=[1, 1.7])
+    cells = [grid[0, 0:2], grid[0, 2:4], grid[0, 4:6], grid[1, 0:3], grid[1, 3:6]]
+    for cell, (lesson, parts) in zip(cells, found.items()):
+        ax = fig.add_subplot(cell)
         ax.set_axis_off()
-        ax.set_xlim(0, 3)
-        ax.set_ylim(0, 3.4)
-        ax.set_title(title, fontsize=8)
-        for name, stack, x, top in parts:
-            ax.text(x, top + 0.35, name, ha="center", fontweight="bold", fontsize=7.5)
-            for k, layer in enumerate(stack):
-                ax.text(x, top - 0.45 * k, layer, ha="center", va="center", fontsize=7,
-                        bbox={"boxstyle": "round,pad=0.25", "facecolor": "#eef4fb", "edgecolor": BLUE})
-    fig.suptitle("The agents' layers, read off the lessons' Agent modules (the observation enters at the top)",
-                 fontsize=8)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_title(lesson, fontsize=7.5, fontweight="bold")
+        shared = parts[0][0].startswith("trunk")
+        # a trunk across the top, its two heads side by side below it; two networks side by side
+        columns = [(0.5, parts[0]), (0.27, parts[1]), (0.75, parts[2])] if shared else \
+            [(0.27, parts[0]), (0.75, parts[1])]
+        below = 0.97
+        for k, (x, (name, stack)) in enumerate(columns):
+            y = 0.97 if not shared or k == 0 else below
+            ax.text(x, y, name, ha="center", va="top", fontsize=6.5, fontweight="bold")
+            step = 0.11 if ax.get_position().height < 0.35 else 0.068  # the same spacing in either row, in inches
+            y -= step * 0.9
+            for layer in stack:
+                ax.text(x, y, layer, ha="center", va="top", fontsize=6,
+                        bbox={"boxstyle": "round,pad=0.2", "facecolor": "#eef4fb", "edgecolor": BLUE, "linewidth": 0.6})
+                y -= step
+            if shared and k == 0:
+                below = y - 0.03
+    fig.suptitle("Each lesson's Agent, its layers read off the module (the observation enters at the top; a trunk, "
+                 "where there is one, feeds both heads)", fontsize=7)
     return svg(fig)
 
 

@@ -213,6 +213,43 @@ def note_html(lesson: Lesson, lines: list[int], after: dict[str, str] | None = N
 # ---------------------------------------------------------------------------------------------------------
 # Code and equations
 # ---------------------------------------------------------------------------------------------------------
+_SYMBOL = re.compile(r"^(\w{1,8})(?: of GAE)?[,:] ")  # "gamma, the discount ...", "lambda of GAE: 0 gives ..."
+_RANGE = re.compile(r"\((?:usual|paper:) ([^)]*)\)|usual ([\w.\-]+ to [\w.\-]+)")
+
+
+def hyperparameter_rows(lesson: Lesson) -> list[tuple[str, str, str, str, str]]:
+    """(flag, symbol, default, what it does, usual range) of each field of the lesson's Hyperparameters, read from
+    its source: the symbol where the help text opens with one ("gamma, the discount ..."), the range where it gives
+    one ("(usual 0.9-0.999)", "(paper: 128 to 2048)")."""
+    import ast
+
+    source = "\n".join(lesson.lines)
+    tree = ast.parse(source)
+    (cls,) = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Hyperparameters"]
+    out = []
+    for node, doc in zip(cls.body, cls.body[1:]):
+        if not (isinstance(node, ast.AnnAssign) and isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant)):
+            continue
+        text = " ".join(doc.value.value.split())
+        symbol = _SYMBOL.match(text)
+        found = _RANGE.search(text)
+        out.append((f"--{node.target.id.replace('_', '-')}", symbol.group(1) if symbol else "",
+                    ast.get_source_segment(source, node.value) if node.value is not None else "", text,
+                    (found.group(1) or found.group(2)) if found else ""))
+    return out
+
+
+def hyperparameter_table(lesson: Lesson) -> str:
+    """The lesson's PPO hyperparameters as a table, for the note beside their class: flag, symbol, default, what it
+    does, usual range."""
+    rows = "".join(f"<tr><td><code>{esc(flag)}</code></td><td>{esc(symbol)}</td><td><code>{esc(default)}</code></td>"
+                   f"<td>{esc(what)}</td><td>{esc(usual)}</td></tr>"
+                   for flag, symbol, default, what, usual in hyperparameter_rows(lesson))
+    return ('<div class="hyper-table md"><table><thead><tr><th>flag</th><th>symbol</th><th>default</th>'
+            f"<th>what it does</th><th>usual range (or the paper's)</th></tr></thead><tbody>{rows}</tbody>"
+            "</table></div>")
+
+
 def equations_html(keys: list[str], typeset: dict[str, str], shown: set[str] | None) -> str:
     """A box of KaTeX's HTML for each equation cited; one already shown on the page (`shown`, which this adds to)
     gets a link to its box instead: an equation is typeset once per page."""
@@ -236,6 +273,8 @@ def row_html(lesson: Lesson, row: Row, highlighted: list[str], typeset: dict[str
         return (f'<section class="heading" id="sec-{slug(title)}" data-lines="{row.note[0]}-{row.note[-1]}">'
                 f"{_anchors(row.note)}<h2>{esc(title)}</h2></section>")
     notes = note_html(lesson, row.note, after)
+    if row.note and lesson.lines[row.note[0] - 2].startswith("class Hyperparameters"):  # its docstring's row
+        notes += hyperparameter_table(lesson)
     text = "\n".join(lesson.lines[n - 1] for n in row.note + row.code)  # notes, trailing comments, help texts
     equations = equations_html(cited(text), typeset, shown)
     lines = row.note + row.code

@@ -176,6 +176,30 @@ def test_a_lesson_page_opens_with_its_goals_and_ends_with_check_questions(site, 
     assert inside.is_displayed()
 
 
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.module)
+def test_the_hyperparameters_are_a_table_in_the_note_column(site, driver, lesson):
+    """Beside the class Hyperparameters: a table, a row per flag (flag, symbol, default, what it does, usual range),
+    read from the dataclass, in the note column (left of the code)."""
+    import ast
+
+    tree = ast.parse((site / "raw" / lesson.script).read_text())
+    (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Hyperparameters"]
+    fields = [f"--{n.target.id.replace('_', '-')}" for n in cls.body if isinstance(n, ast.AnnAssign)]
+    browser.load(driver, (site / "lessons" / f"{lesson.module}.html").as_uri())
+    table = driver.find_element(By.CSS_SELECTOR, ".note .hyper-table table")
+    heads = [th.text for th in table.find_elements(By.CSS_SELECTOR, "thead th")]
+    assert heads[:3] == ["flag", "symbol", "default"] and heads[3] == "what it does"
+    assert [row.find_element(By.TAG_NAME, "code").text for row in table.find_elements(By.CSS_SELECTOR, "tbody tr")] \
+        == fields
+    symbols = {row.find_elements(By.TAG_NAME, "td")[0].text: row.find_elements(By.TAG_NAME, "td")[1].text
+               for row in table.find_elements(By.CSS_SELECTOR, "tbody tr")}
+    assert symbols["--gamma"] == "gamma" and symbols["--clip-coef"] == "epsilon"
+    note, code = driver.execute_script(
+        "const t = arguments[0]; const r = e => e.getBoundingClientRect();"
+        "return [r(t.closest('.note')), r(t.closest('section.row').querySelector('.src'))]", table)
+    assert note["right"] <= code["left"]
+
+
 def test_the_index_shows_the_results_as_a_table(site, driver):
     """README's results are a Markdown table after a paragraph and a marker line: on the index they are a table, a
     row a recipe, not a paragraph of | and ---."""
