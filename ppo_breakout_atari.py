@@ -88,7 +88,7 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
-# "# Copied from common.<module>.<Name>": a copy of common/<module>.py's <Name>, checked by common.check_copies.
+# "# Copied from common.<module>.<Name>": a copy of common/<module>.py's <Name>, checked by tools.check_copies.
 
 gym.register_envs(ale_py)  # the ALE/... and ...NoFrameskip-v4 ids
 VIDEO_STEPS = 2_700  # a recorded game's first 3 minutes at most (2,700 agent steps at 15 fps; 270 MB of frames)

@@ -99,7 +99,7 @@ with contextlib.redirect_stderr(io.StringIO()):
     from gym_super_mario_bros.actions import COMPLEX_MOVEMENT, RIGHT_ONLY, SIMPLE_MOVEMENT
     from nes_py.wrappers import JoypadSpace
 
-# "# Copied from common.<module>.<Name>": a copy of common/<module>.py's <Name>, checked by common.check_copies.
+# "# Copied from common.<module>.<Name>": a copy of common/<module>.py's <Name>, checked by tools.check_copies.
 
 # --action-type -> the button combinations the agent chooses from
 ACTION_SETS = {"right": RIGHT_ONLY, "simple": SIMPLE_MOVEMENT, "complex": COMPLEX_MOVEMENT}

@@ -82,7 +82,7 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 
-# "# Copied from common.<module>.<Name>": a copy of common/<module>.py's <Name>, checked by common.check_copies.
+# "# Copied from common.<module>.<Name>": a copy of common/<module>.py's <Name>, checked by tools.check_copies.
 
 
 @dataclass

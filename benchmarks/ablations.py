@@ -57,7 +57,7 @@ from benchmarks import mujoco_grid
 from benchmarks.core import grid, inference, plots, runs, stats
 from benchmarks.core.launch import ROOT
 from benchmarks.core.records import DECIMALS, curves_path, load_points, read_csv, write_csv
-from common import lessons
+from course import lessons
 
 RESULTS = ROOT / "benchmarks" / "results" / "ablations"
 MIN_SEEDS = 3  # an effect is tested once the setting and the default have this many seeds each
@@ -793,7 +793,7 @@ def try_this(script: str, found: list[dict]) -> list[tuple[str, str]]:
 
 
 def write_try_this(path: Path, experiments: list[tuple[str, str]]) -> None:
-    """Rewrite the "Measured:" line of each experiment under the docstring's "Try this" header (common.lessons'
+    """Rewrite the "Measured:" line of each experiment under the docstring's "Try this" header (course.lessons'
     layout) from `experiments`, [(command, measured)]: the docstring must hold these commands, in this order (its
     questions and answers are the lesson's own prose, which this never writes)."""
     text = path.read_text()
@@ -816,7 +816,7 @@ def read_effects(results_dir: Path = RESULTS) -> list[dict]:
 
 def write_marked(path: Path, name: str, text: str) -> None:
     """`text` between the `<!-- name:begin -->` and `<!-- name:end -->` lines of `path`, where it has them."""
-    from common.diff_matrix import between_markers
+    from tools.diff_matrix import between_markers
 
     record = path.read_text()
     updated = between_markers(record, f"<!-- {name}:begin -->", f"<!-- {name}:end -->", text)

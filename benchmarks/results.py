@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from benchmarks.core.launch import ROOT
 from benchmarks.core.records import PLAY_LINE, curves_path, load_points, markdown_table, read_rows
 from benchmarks.core.stats import active_seconds, mean_std
-from common.diff_matrix import between_markers
-from common.lessons import LESSONS
+from tools.diff_matrix import between_markers
+from course.lessons import LESSONS
 
 RESULTS = ROOT / "benchmarks" / "results"
 AGENTS = ROOT / "agents"

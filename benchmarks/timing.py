@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 
 from benchmarks.core import launch
-from common.lessons import SCRIPTS
+from course.lessons import SCRIPTS
 
 
 class Timers:

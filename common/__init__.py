@@ -1,1 +1,1 @@
-"""Canonical code shared by the scripts, which carry checked copies of it (see common/check_copies.py)."""
+"""Canonical code shared by the scripts, which carry checked copies of it (see tools/check_copies.py)."""

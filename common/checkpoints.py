@@ -14,7 +14,7 @@ A policy file (`python -m benchmarks.ship export`) is a checkpoint cut down to w
 load_checkpoint reads it; args_from_checkpoint refuses to --resume it.
 
 Like wrappers.py and resume.py, this module holds the originals of checked copies, and no script imports it: each
-copy sits in its script under `# Copied from common.checkpoints.<name>`, `python -m common.check_copies` fails when
+copy sits in its script under `# Copied from common.checkpoints.<name>`, `python -m tools.check_copies` fails when
 one drifts and `--fix` rewrites it from here. The names used below but neither defined nor imported here are the
 carrying script's own: SCRIPT, Args, fail, rng_states.
 """

@@ -8,7 +8,7 @@
   ppo_pendulum_continuous.py (the torchrun scripts' main is common.distributed.main)
 
 Like wrappers.py and resume.py, this module holds the originals of checked copies, and no script imports it: each
-copy sits in its script under `# Copied from common.cli.<name>`, `python -m common.check_copies` fails when one
+copy sits in its script under `# Copied from common.cli.<name>`, `python -m tools.check_copies` fails when one
 drifts and `--fix` rewrites it from here. The names used below but neither defined nor imported here are the
 carrying script's own: SCRIPT, Args, check_args, check_resume, args_from_checkpoint, play, train.
 """

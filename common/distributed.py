@@ -22,7 +22,7 @@ ppo_mario_cnn.py copies restore_run and checkpoint_state `with optimizer->optimi
 its two optimizers, saved and restored together under "optimizers".
 
 Like wrappers.py and resume.py, this module holds the originals of checked copies, and no script imports it: each
-copy sits in its script under `# Copied from common.distributed.<name>`, `python -m common.check_copies` fails when
+copy sits in its script under `# Copied from common.distributed.<name>`, `python -m tools.check_copies` fails when
 one drifts and `--fix` rewrites it from here. The names used below but neither defined nor imported here are the
 carrying script's own: SCRIPT, Args, RunLog, fail, one_line_help, args_from_checkpoint, play, train,
 set_cudnn_flags, use_bf16, restore_agent, restore_rng, resumed_schedule, rng_states, run_folder,

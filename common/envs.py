@@ -10,7 +10,7 @@
   pixel lessons' workers also run OpenCV on one thread: common.frames.make_worker_env)
 
 Like wrappers.py and resume.py, this module holds the originals of checked copies, and no script imports it: each
-copy sits in its script under `# Copied from common.envs.<name>`, `python -m common.check_copies` fails when one
+copy sits in its script under `# Copied from common.envs.<name>`, `python -m tools.check_copies` fails when one
 drifts and `--fix` rewrites it from here. The names used below but neither defined nor imported here are the
 carrying script's own: Args, fail.
 """

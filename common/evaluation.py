@@ -4,7 +4,7 @@ action and builds its agent with the normalization's clip; the pixel lessons' sa
 than the return).
 
 Like wrappers.py and resume.py, this module holds the originals of checked copies, and no script imports it: each
-copy sits in its script under `# Copied from common.evaluation.<name>`, `python -m common.check_copies` fails when
+copy sits in its script under `# Copied from common.evaluation.<name>`, `python -m tools.check_copies` fails when
 one drifts and `--fix` rewrites it from here. The names used below but neither defined nor imported here are the
 carrying script's own: Args, Agent, RunLog, make_env, restore_agent.
 """

@@ -3,7 +3,7 @@ wrappers (common/wrappers.py): Rollout, whose frames stay uint8, and make_worker
 OpenCV on one thread.
 
 Like wrappers.py and resume.py, this module holds the originals of checked copies, and no script imports it: each
-copy sits in its script under `# Copied from common.frames.<name>`, `python -m common.check_copies` fails when one
+copy sits in its script under `# Copied from common.frames.<name>`, `python -m tools.check_copies` fails when one
 drifts and `--fix` rewrites it from here. The names used below but neither defined nor imported here are the
 carrying script's own: Args, make_env.
 """

@@ -8,7 +8,7 @@ rollout of the MLP lessons, GAE and the losses. It is lesson text, kept readable
 - clipped_value_loss: ppo_lunarlander_vec.py, ppo_pendulum_continuous.py, ppo_breakout_atari.py
 
 Like wrappers.py and resume.py, this module holds the originals of checked copies, and no script imports it: each
-copy sits in its script under `# Copied from common.ppo.<name>`, `python -m common.check_copies` fails when one
+copy sits in its script under `# Copied from common.ppo.<name>`, `python -m tools.check_copies` fails when one
 drifts and `--fix` rewrites it from here. The names used below but neither defined nor imported here are the
 carrying script's own: Agent, Rollout.
 """

@@ -3,7 +3,7 @@ use_bf16, where the CNNs compute in bfloat16, and set_cudnn_flags, which keeps f
 GPU (no TF32) and deterministic when asked.
 
 Like wrappers.py and resume.py, this module holds the originals of checked copies, and no script imports it: each
-copy sits in its script under `# Copied from common.precision.<name>`, `python -m common.check_copies` fails when
+copy sits in its script under `# Copied from common.precision.<name>`, `python -m tools.check_copies` fails when
 one drifts and `--fix` rewrites it from here. The names used below but neither defined nor imported here are the
 carrying script's own: Args.
 """

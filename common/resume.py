@@ -1,7 +1,7 @@
 """What a run carries across a --resume besides its weights and optimizer: the annealing schedule (alpha of the
 paper's Table 5, which train() computes as schedule["scale"] * (1 - (i - 1) / num_iterations)) and every random
 generator the process draws from. Every script carries a checked copy of each function below (`# Copied from
-common.resume.<name>`; `python -m common.check_copies`)."""
+common.resume.<name>`; `python -m tools.check_copies`)."""
 
 import random
 

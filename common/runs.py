@@ -10,7 +10,7 @@
 - adam, torch's Adam with its update batched over the parameter tensors: every script
 
 Like wrappers.py and resume.py, this module holds the originals of checked copies and no script imports it: each copy sits in
-its script under `# Copied from common.runs.<name>`, `python -m common.check_copies` fails when one drifts and
+its script under `# Copied from common.runs.<name>`, `python -m tools.check_copies` fails when one drifts and
 `--fix` rewrites it from here. The names used below but neither defined nor imported here are the carrying script's
 own: SCRIPT, Args, restore_agent, resumed_schedule, restore_rng, save_checkpoint.
 """

@@ -5,8 +5,8 @@ copy of each wrapper it needs, directly under a marker comment
 
     # Copied from common.wrappers.Name
 
-(optionally ``with Old->New`` to rename identifiers in the copy). ``python -m common.check_copies`` fails when
-a copy has drifted from the original below, and ``python -m common.check_copies --fix`` rewrites the copies.
+(optionally ``with Old->New`` to rename identifiers in the copy). ``python -m tools.check_copies`` fails when
+a copy has drifted from the original below, and ``python -m tools.check_copies --fix`` rewrites the copies.
 
 CartPole, LunarLander and Pendulum need no wrapper beyond gymnasium's own. Below: the Atari preprocessing
 stack of Mnih et al. 2015 (Nature DQN) as openai/baselines implements it (baselines/common/atari_wrappers.py),

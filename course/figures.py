@@ -14,7 +14,7 @@
 - atari.svg: one Breakout frame through ppo_breakout_atari.py's wrappers, MaxAndSkip, GrayscaleResize and
   FrameStack, from a seeded reset;
 - the loop's pseudocode in ppo-on-one-page.md: each line linked to the line of ppo_cartpole.py that does it,
-  found by a needle as common.details_map finds its lines, so a moved line moves its link.
+  found by a needle as tools.details_map finds its lines, so a moved line moves its link.
 
 The SVGs keep their text as text (svg.fonttype none) and carry no date, so the same code and library versions draw
 the same bytes; tests/test_course.py redraws them all and compares.

@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from common.lessons import LESSONS, SCRIPTS
+from course.lessons import LESSONS, SCRIPTS
 from render import diffs
 from render.course import PAGE as LESSON0_PAGE, checks_html, intro_html, lesson0_page
 from render.equations import typeset, vendor

@@ -21,7 +21,7 @@ import os
 import sys
 from pathlib import Path
 
-from common.lessons import NEIGHBOURS, SCRIPTS
+from course.lessons import NEIGHBOURS, SCRIPTS
 from render.diffs import CONTEXT, Fold, PairDiff, Piece, Same, char_changes, diff_files
 from render.source import ROOT
 

@@ -1,13 +1,13 @@
-"""The neighbour diffs: a page per pair of ``common.lessons.NEIGHBOURS``, and the model the terminal diff
+"""The neighbour diffs: a page per pair of ``course.lessons.NEIGHBOURS``, and the model the terminal diff
 (``python -m render.diff``) prints from.
 
-The diff is difflib's, as ``common.diff_matrix`` takes it: ``SequenceMatcher(None, a, b, autojunk=False)`` over the
+The diff is difflib's, as ``tools.diff_matrix`` takes it: ``SequenceMatcher(None, a, b, autojunk=False)`` over the
 two files' lines with trailing whitespace stripped. Every non-equal opcode is a *hunk*; hunks keep the files' own
 line numbers. Within a replace, the lines are aligned one to one by similarity (so a changed line stands beside
 the line it came from, its changed characters marked), and what is left over on either side stands beside
 nothing.
 
-A hunk is *prose-only* when its code is the same on both sides: the code as ``common.diff_matrix.code_lines``
+A hunk is *prose-only* when its code is the same on both sides: the code as ``tools.diff_matrix.code_lines``
 has it, without docstrings, help texts, comments and blank lines and with trailing comments cut. Otherwise it is
 a code change (a code change's prose lines are marked as prose).
 
@@ -29,9 +29,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common.check_copies import CopiedBlock
-from common.diff_matrix import code_lines, marked
-from common.lessons import NEIGHBOURS
+from tools.check_copies import CopiedBlock
+from tools.diff_matrix import code_lines, marked
+from course.lessons import NEIGHBOURS
 from render.html import esc, page, pygments_css
 from render.source import Lesson, read_lesson
 
@@ -167,7 +167,7 @@ class PairDiff:
     b: Lesson
     hunks: list[Hunk]
     stream: list  # Same | Piece | Fold, in the files' order
-    code_a: dict[int, str]  # line -> its code (common.diff_matrix.code_lines); lines without code are absent
+    code_a: dict[int, str]  # line -> its code (tools.diff_matrix.code_lines); lines without code are absent
     code_b: dict[int, str]
     text_a: list[str]  # the lines as compared: trailing whitespace stripped
     text_b: list[str]
@@ -197,7 +197,7 @@ class PairDiff:
 
 
 def opcodes(a_lines: list[str], b_lines: list[str]) -> list[tuple[str, int, int, int, int]]:
-    """difflib's opcodes over the two files' lines, trailing whitespace stripped (as common.diff_matrix)."""
+    """difflib's opcodes over the two files' lines, trailing whitespace stripped (as tools.diff_matrix)."""
     return difflib.SequenceMatcher(None, [t.rstrip() for t in a_lines], [t.rstrip() for t in b_lines],
                                    autojunk=False).get_opcodes()
 

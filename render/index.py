@@ -1,6 +1,6 @@
 """The index page (the reading path, the results with their curves, the implementation-details map linking into
 the lesson pages) and the benchmark record's page, both from the files that hold them: the scripts' docstrings,
-README.md's results (between its `<!-- results:begin -->` and `<!-- results:end -->`), common.details_map's table
+README.md's results (between its `<!-- results:begin -->` and `<!-- results:end -->`), tools.details_map's table
 and benchmarks/README.md. Links between repository files become links between pages: a script's `ppo_x.py#L12`
 goes to `lessons/ppo_x.html#L12`, `benchmarks/README.md#a` to `benchmarks.html#a`; any other file of the
 repository is copied under raw/ and linked there."""
@@ -12,9 +12,9 @@ import shutil
 from pathlib import Path
 from urllib.parse import unquote
 
-from common import details_map
-from common.diff_matrix import marked
-from common.lessons import SCRIPTS
+from tools import details_map
+from tools.diff_matrix import marked
+from course.lessons import SCRIPTS
 from render.html import esc, page
 from render.lesson import markdown_without_html
 from render.source import one_line_and_usage, read_lesson

@@ -13,7 +13,7 @@ Every line of the script is on the page once, in order, under an anchor named as
 - a checked copy (`# Copied from common.<module>.<Name>`) sits in an HTML `details` under a line that names the
   original and the other lessons carrying the same copy, open above the fence (PPO's own functions), folded below;
   the plumbing below the fence is folded under the fence;
-- the lesson's learning curves (common.lessons' `figures`, committed PNGs of benchmarks/results/) are in the module
+- the lesson's learning curves (course.lessons' `figures`, committed PNGs of benchmarks/results/) are in the module
   docstring's note, right after its "What you should see", each with its caption.
 """
 
@@ -29,8 +29,8 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
-from common.check_copies import CopiedBlock
-from common.lessons import Figure
+from tools.check_copies import CopiedBlock
+from course.lessons import Figure
 from render.equations import EQUATIONS, cited
 from render.html import esc, page
 from render.source import Lesson, carriers
@@ -81,9 +81,9 @@ def rows(lesson: Lesson, first: int, last: int) -> list[Row]:
 # Prose
 # ---------------------------------------------------------------------------------------------------------
 def _try_this_markdown(lines: list[str]) -> tuple[str, list[str]]:
-    """The "Try this" part (its header, which may take two lines, and its experiments: common.lessons' layout) as
+    """The "Try this" part (its header, which may take two lines, and its experiments: course.lessons' layout) as
     (title, Markdown lines): each experiment's command, then its question, its answer and what was measured."""
-    from common.lessons import try_this
+    from course.lessons import try_this
 
     header, experiments = try_this("\n".join(lines))
     out = ["", f"**{header}**", ""]
@@ -347,7 +347,7 @@ def png_size(path: Path) -> tuple[int, int]:
 
 
 def curve_html(figure: Figure, root: Path) -> str:
-    """One of the lesson's figures (common.lessons.Figure): the committed PNG, which the build copies to
+    """One of the lesson's figures (course.lessons.Figure): the committed PNG, which the build copies to
     raw/<its path>, linked to itself at full size, with its caption."""
     src = f"../raw/{figure.path}"
     width, height = png_size(root / figure.path)
@@ -359,7 +359,7 @@ def curve_html(figure: Figure, root: Path) -> str:
 def lesson_page(lesson: Lesson, typeset: dict[str, str], neighbours: list[tuple[str, str]],
                 figures: tuple[Figure, ...] = (), intro: str = "", checks: str = "") -> str:
     """The whole page. `neighbours`: (href, title) of the diff pages this lesson is in; `figures`: its learning
-    curves (common.lessons), shown right after the module docstring's "What you should see"; `intro` and `checks`
+    curves (course.lessons), shown right after the module docstring's "What you should see"; `intro` and `checks`
     (render.course): what the lesson teaches, what to read first and where its loop is, at the top; its check
     questions, at the end."""
     # Pygments' HTML of each line (spans closed at each line's end), index n - 1 for line n

@@ -17,8 +17,8 @@ import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common.check_copies import CopiedBlock, copied_blocks
-from common.lessons import SCRIPTS
+from tools.check_copies import CopiedBlock, copied_blocks
+from course.lessons import SCRIPTS
 
 ROOT = Path(__file__).resolve().parent.parent
 BANNER = re.compile(r"^# -{20,}$")  # a section banner: a title line between two of these
@@ -33,7 +33,7 @@ class Lesson:
     lines: list[str]  # without their newlines
     prose: set[int]  # lines that are prose (see the module docstring)
     docstrings: dict[int, tuple[int, int]]  # first line -> (first, last) of each prose docstring
-    copies: list[CopiedBlock]  # common.check_copies' blocks: first, last, target, module, name
+    copies: list[CopiedBlock]  # tools.check_copies' blocks: first, last, target, module, name
     fence: tuple[int, int] | None  # (first, last) line of the plumbing fence's banner
     sections: list[tuple[int, str]] = field(default_factory=list)  # (line of the title, title)
 

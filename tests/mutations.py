@@ -128,7 +128,7 @@ MUTATIONS = [
     Mutation("details-map-links-a-comment", "a comment that mentions a detail's needle above its code, and the map "
              "rewritten (survived: the old test holds by construction)",
              [("# Adam's eps 1e-5, not 1e-8", "# Adam's eps=1e-5, not 1e-8")],
-             ["tests/test_details_map.py"], after=["-m", "common.details_map", "--write"]),
+             ["tests/test_details_map.py"], after=["-m", "tools.details_map", "--write"]),
     Mutation("ablation-verdict-sign", "the ablation studies' verdict: an effect below the default called better on a "
              "score where higher is better (the sides swapped)",
              [("effect > 0 if higher_is_better else effect < 0", "effect < 0 if higher_is_better else effect > 0")],

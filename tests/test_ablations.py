@@ -15,7 +15,7 @@ from torch import nn
 from benchmarks import ablations, patches
 from benchmarks.core import grid, inference
 from benchmarks.core.records import read_csv, write_csv
-from common import lessons
+from course import lessons
 from conftest import ROOT
 
 

@@ -35,7 +35,7 @@ import pytest
 import torch
 import tyro
 
-from common import lessons
+from course import lessons
 from conftest import SCHEDULE, run_main
 
 MODULES = [importlib.import_module(name) for name in lessons.MODULES]

@@ -1,4 +1,4 @@
-"""Tests for common/check_copies.py, on small fake repositories built in tmp_path."""
+"""Tests for tools/check_copies.py, on small fake repositories built in tmp_path."""
 
 import subprocess
 import sys
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from common.check_copies import CopiedBlock, copied_blocks, find_problems, main
+from tools.check_copies import CopiedBlock, copied_blocks, find_problems, main
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -303,7 +303,7 @@ def test_command_line(tmp_path):
     root = make_repo(tmp_path, ppo_a=text, ppo_b=good)
 
     def run(*args):
-        command = [sys.executable, "-m", "common.check_copies", "--root", str(root), *args]
+        command = [sys.executable, "-m", "tools.check_copies", "--root", str(root), *args]
         return subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
 
     result = run()
@@ -322,7 +322,7 @@ def test_command_line(tmp_path):
 
 
 def test_copied_blocks_run_from_the_marker_to_the_end_of_the_definition():
-    """The blocks common.diff_matrix and the site read: only well-formed markers directly above a top-level
+    """The blocks tools.diff_matrix and the site read: only well-formed markers directly above a top-level
     definition make one (the checker reports the others)."""
     text = script(
         "# Copied from common.wrappers.FrameConfig\n" + FRAME_CONFIG,  # decorated: the block starts at the marker
@@ -338,3 +338,21 @@ def test_copied_blocks_run_from_the_marker_to_the_end_of_the_definition():
 
 def test_real_repository_is_in_sync(capsys):
     assert main(["--root", str(REPO_ROOT)]) == 0, capsys.readouterr().out
+
+
+def test_common_holds_what_the_lessons_copy_and_nothing_else():
+    """Every top-level function and class of every module of common/ is the original of a copy that some lesson
+    carries: the maintainers' tools live in tools/, the course's in course/ (issue 59's layout)."""
+    import ast
+    import re
+
+    copied = set()
+    for script in REPO_ROOT.glob("ppo_*.py"):
+        copied |= set(re.findall(r"# Copied from (common\.\w+\.\w+)", script.read_text()))
+    modules = [m for m in sorted((REPO_ROOT / "common").glob("*.py")) if m.name != "__init__.py"]
+    assert len(modules) >= 10
+    for module in modules:
+        names = [n.name for n in ast.parse(module.read_text()).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+        assert names, module.name
+        orphans = [name for name in names if f"common.{module.stem}.{name}" not in copied]
+        assert not orphans, f"common/{module.name} holds what no lesson copies: {orphans}"

@@ -7,7 +7,7 @@ import io
 import pytest
 import torch
 
-from common.lessons import LESSONS, MODULES
+from course.lessons import LESSONS, MODULES
 
 PIXELS = {lesson.module for lesson in LESSONS if lesson.pixels}
 

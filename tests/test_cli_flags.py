@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import tyro
 
-from common.lessons import LESSONS
+from course.lessons import LESSONS
 
 RECORD = Path(__file__).with_name("cli_flags.json")
 SCRIPTS = [lesson.script for lesson in LESSONS]

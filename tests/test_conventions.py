@@ -1,11 +1,11 @@
 """Conventions every script of the library shares (DEVELOPERS.md, STYLE.md), checked on every ppo_*.py (each one
-listed in common/lessons.py, the first test holds), so a new script is held to them the day it lands."""
+listed in course/lessons.py, the first test holds), so a new script is held to them the day it lands."""
 
 import ast
 
 import pytest
 
-from common.lessons import LESSONS, SCRIPTS, cli_fields
+from course.lessons import LESSONS, SCRIPTS, cli_fields
 from conftest import CLEANRL_TAGS, ROOT, run_script
 
 COMMON_FLAGS = ["--env-id", "--total-timesteps", "--seed", "--capture-video", "--cuda", "--no-cuda", "--resume",
@@ -22,7 +22,7 @@ def args_fields(tree: ast.Module) -> list[tuple[ast.AnnAssign, ast.stmt | None]]
 
 
 def test_the_lessons_list_is_the_scripts_on_disk():
-    """common/lessons.py lists every ppo_*.py once, in an order a reader can follow (each lesson after the neighbour
+    """course/lessons.py lists every ppo_*.py once, in an order a reader can follow (each lesson after the neighbour
     it is diffed against; only the first has none), each with the env its Args trains on by default."""
     assert sorted(SCRIPTS) == sorted(path.name for path in ROOT.glob("ppo_*.py"))
     assert len(set(SCRIPTS)) == len(SCRIPTS)

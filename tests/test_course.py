@@ -121,7 +121,7 @@ def test_the_index_reads_lesson_0_first(tmp_path):
     assert path.index('href="lesson-0.html"') < path.index('href="lessons/ppo_cartpole.html"')
 
 
-@pytest.mark.parametrize("module", [lesson.module for lesson in __import__("common.lessons").lessons.LESSONS])
+@pytest.mark.parametrize("module", [lesson.module for lesson in __import__("course.lessons").lessons.LESSONS])
 def test_each_lesson_has_three_check_questions_with_answers(module):
     """course/checks/<module>.md: three numbered questions, each ending in "?", each answer in a <details> of its
     own, its math typesettable (checked when the site is built, render.course.checks_html)."""

@@ -1,13 +1,13 @@
 """README's implementation-details map is honest: every file and line it links exists and holds the identifier
 shown beside the link, every detail has a cell for every script, and the table is the one the scripts give today
-(common/details_map.py --check)."""
+(tools/details_map.py --check)."""
 
 import re
 
 import pytest
 
-from common import details_map
-from common.lessons import SCRIPTS
+from tools import details_map
+from course.lessons import SCRIPTS
 from conftest import ROOT
 
 LINK = re.compile(r"^\[(\d+)\]\((ppo_\w+\.py)#L(\d+)\) `(.+)`$")
@@ -15,7 +15,7 @@ LINK = re.compile(r"^\[(\d+)\]\((ppo_\w+\.py)#L(\d+)\) `(.+)`$")
 
 def readme_rows() -> list[list[str]]:
     """The cells of README's details table, row by row (header and separator left out), read without
-    common.details_map: only the markers are shared."""
+    tools.details_map: only the markers are shared."""
     readme = (ROOT / "README.md").read_text()
     begin = readme.index("<!-- details-map:begin -->")
     end = readme.index("<!-- details-map:end -->")
@@ -58,7 +58,7 @@ def test_stale_table_and_missing_needle_fail_with_one_line(tmp_path, monkeypatch
     readme.write_text((ROOT / "README.md").read_text().replace("#L", "#L1", 1))
     monkeypatch.setattr(details_map, "README", readme)
     assert details_map.main(["--check"]) == 1
-    assert "out of date: run python -m common.details_map --write" in capsys.readouterr().err
+    assert "out of date: run python -m tools.details_map --write" in capsys.readouterr().err
     assert details_map.main(["--write"]) == 0
     assert details_map.main(["--check"]) == 0
 
@@ -68,7 +68,7 @@ def test_stale_table_and_missing_needle_fail_with_one_line(tmp_path, monkeypatch
     assert details_map.main([]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["ppo_lunarlander_vec.py: no line contains 'def no_such_function' "
-                   "(update common/details_map.py's DETAILS)"]
+                   "(update tools/details_map.py's DETAILS)"]
 
 
 @pytest.mark.parametrize("script", SCRIPTS)

@@ -1,13 +1,13 @@
-"""common/diff_matrix.py: changed lines counted by hand on small files, copied blocks (common.check_copies') set
-apart, and the repository's neighbouring pairs (common/lessons.py) within their bounds."""
+"""tools/diff_matrix.py: changed lines counted by hand on small files, copied blocks (tools.check_copies') set
+apart, and the repository's neighbouring pairs (course/lessons.py) within their bounds."""
 
 import shutil
 from pathlib import Path
 
 import pytest
 
-from common.diff_matrix import Count, code_lines, count_changes, gnu_diff_count, main, marked, matrix
-from common.lessons import NEIGHBOURS
+from tools.diff_matrix import Count, code_lines, count_changes, gnu_diff_count, main, marked, matrix
+from course.lessons import NEIGHBOURS
 from conftest import ROOT
 
 A = '''import os
@@ -94,11 +94,11 @@ def test_check_fails_when_a_pair_grows_past_its_bound(monkeypatch, capsys):
 
 
 def test_readme_shows_todays_matrix_and_pair_counts():
-    """CONTRIBUTING.md's matrix is the one the scripts give now (rewrite it with `python -m common.diff_matrix
+    """CONTRIBUTING.md's matrix is the one the scripts give now (rewrite it with `python -m tools.diff_matrix
     --write`), and each neighbouring pair's heading in README quotes its counts."""
     import re
 
-    from common.diff_matrix import BEGIN, END, markdown
+    from tools.diff_matrix import BEGIN, END, markdown
 
     readme = (ROOT / "README.md").read_text()
     contributing = (ROOT / "CONTRIBUTING.md").read_text()

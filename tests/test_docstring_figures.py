@@ -20,8 +20,8 @@ import ppo_pendulum_continuous
 from benchmarks import results
 from benchmarks.core.records import curves_path, load_diagnostics, load_points, read_csv, read_rows
 from benchmarks.core.stats import active_seconds, curve_at, diagnostic_ranges
-from common import lessons
-from common.lessons import LESSONS, cli_fields
+from course import lessons
+from course.lessons import LESSONS, cli_fields
 
 RESULTS = results.RESULTS
 
@@ -520,7 +520,7 @@ def test_mario_help_counts():
             help_text(ppo_mario_cnn, "world")
 
 
-# The "Try this" paragraphs (common.lessons.try_this's layout): a header saying what the figures are, then each
+# The "Try this" paragraphs (course.lessons.try_this's layout): a header saying what the figures are, then each
 # experiment's command, question, answer and measurement, each figure recomputed here from the committed CSVs of the
 # run the command stands for.
 
@@ -547,7 +547,7 @@ def budget(command: str, name: str, batch: int) -> int:
 def test_breakout_try_this():
     """Epsilon annealed (two seeds) against the default's held epsilon (two seeds), fp32 against bf16 at 40M frames
     (the last 100 whole games; seed 1 both, annealed), and at 2M frames (the last 20, 2 seeds each, annealed): each
-    experiment's "Measured" line, laid out as common.lessons.try_this parses it, under its question and answer."""
+    experiment's "Measured" line, laid out as course.lessons.try_this parses it, under its question and answer."""
     header, parsed = lessons.try_this(ast.get_docstring(ast.parse(inspect.getsource(ppo_breakout_atari))))
     assert all(e.predict.endswith("?") and e.answer for e in parsed)
     experiments = {e.command: e.measured for e in parsed}

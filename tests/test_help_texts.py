@@ -8,7 +8,7 @@ import ast
 import pytest
 
 from benchmarks.core import launch
-from common.lessons import SCRIPTS, cli_fields
+from course.lessons import SCRIPTS, cli_fields
 from conftest import ROOT
 
 # Shared flags whose help may differ between scripts, and why. The rest must read the same everywhere: what a

@@ -3,7 +3,7 @@
 The bars (issue 16), measured on the files as they are:
 - the training loop (`for iteration in range(...)` in train()) starts within the first 60% of the file;
 - train() is at most 90 code lines in the MLP scripts (Pendulum: 100, see BOUNDS) and 120 in the CNN scripts
-  (code lines: docstrings, comments and blank lines removed, as common.diff_matrix counts them);
+  (code lines: docstrings, comments and blank lines removed, as tools.diff_matrix counts them);
 - the PPO hyperparameters are a class of their own, Hyperparameters, at the top; the flags that run the script are
   Args(Hyperparameters)'s, defined below the fence (issue 58), and no word of them is read before the update;
 - the first optimizer step comes early (issue 58): ppo_cartpole.py's within 340 lines and 2,400 words, each other
@@ -19,8 +19,8 @@ import tokenize
 
 import pytest
 
-from common.diff_matrix import code_lines
-from common.lessons import LESSONS, SCRIPTS
+from tools.diff_matrix import code_lines
+from course.lessons import LESSONS, SCRIPTS
 from conftest import ROOT
 
 MLP = [lesson.script for lesson in LESSONS if not lesson.pixels]

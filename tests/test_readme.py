@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from common.diff_matrix import marked
+from tools.diff_matrix import marked
 from conftest import ROOT
 
 # The bound is 250 lines. README's own room is tighter (a 15-line MuJoCo section is to come), but the

@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from common.lessons import MODULES
+from course.lessons import MODULES
 from conftest import StubAgent
 
 VECTOR_SCRIPTS = [m for m in MODULES if m != "ppo_cartpole"]  # CartPole steps one env: its own test below

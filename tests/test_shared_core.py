@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from common.lessons import MODULES
+from course.lessons import MODULES
 from conftest import ROOT, StubAgent
 
 VECTOR_MODULES = [m for m in MODULES if m != "ppo_cartpole"]  # CartPole steps one env, the others N

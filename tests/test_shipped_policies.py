@@ -22,7 +22,7 @@ import torch
 import tyro
 
 from benchmarks import ship
-from common.lessons import MODULES
+from course.lessons import MODULES
 from conftest import ROOT, SCHEDULE, run_main
 
 SHIPPED = sorted((ROOT / "agents").glob("*.pt"))

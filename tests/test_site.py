@@ -11,7 +11,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from common.lessons import LESSONS, SCRIPTS
+from course.lessons import LESSONS, SCRIPTS
 from render import equations
 from render.lesson import SHOULD_SEE, png_size
 from render.source import read_lesson
@@ -58,7 +58,7 @@ def should_see(script: str) -> tuple[str, str]:
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.name)
 def test_each_lesson_shows_its_learning_curves_right_after_what_you_should_see(site, lesson):
-    """common.lessons' figures, in order, each the committed PNG byte for byte (copied into the site), with its
+    """course.lessons' figures, in order, each the committed PNG byte for byte (copied into the site), with its
     alt text and caption, in the module docstring's note between "What you should see" and the next part."""
     assert lesson.figures, f"{lesson.script} has no figure for its {SHOULD_SEE!r}"
     page = site / "lessons" / f"{lesson.module}.html"

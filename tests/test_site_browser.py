@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from common.lessons import LESSONS
+from course.lessons import LESSONS
 from render import browser
 from render.lesson import png_size
 
@@ -80,7 +80,7 @@ def test_equations_have_a_size_and_fonts(site, driver):
 
 
 def test_the_learning_curves_load_beside_the_code(site, driver):
-    """Each lesson's figures (common.lessons) are decoded at their size, and shown in the note, left of the code."""
+    """Each lesson's figures (course.lessons) are decoded at their size, and shown in the note, left of the code."""
     for lesson in LESSONS:
         browser.load(driver, (site / "lessons" / f"{lesson.module}.html").as_uri())
         images = driver.find_elements(By.CSS_SELECTOR, "figure.curve img")
@@ -142,7 +142,7 @@ def test_the_switch_hides_prose_only_hunks_until_asked(site, driver):
 def test_a_lesson_page_shows_the_loop_as_lines_and_try_this_as_experiments(site, driver, lesson):
     """The docstring's pseudocode keeps its lines and their indentation (a code block), and each "Try this"
     experiment is an item: its command, then the question to predict, the answer and what was measured."""
-    from common.lessons import try_this
+    from course.lessons import try_this
 
     _, experiments = try_this(__import__(lesson.module).__doc__)
     browser.load(driver, (site / "lessons" / f"{lesson.module}.html").as_uri())

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from common.lessons import NEIGHBOURS, SCRIPTS
+from course.lessons import NEIGHBOURS, SCRIPTS
 from conftest import ROOT
 from render.diffs import (build_diff_pages, diff_files, item_pieces, opcodes, page_name, pair_pages, readme_pairs,
                           render_pair, unnamed_pieces)

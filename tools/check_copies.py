@@ -34,9 +34,9 @@ to its last line (``end_lineno``).
 
 Usage, from the repository root::
 
-    python -m common.check_copies                 # check every ppo_*.py; exit status 1 on any problem
-    python -m common.check_copies --fix           # rewrite drifted copies from their originals
-    python -m common.check_copies ppo_atari.py    # check only the given files
+    python -m tools.check_copies                 # check every ppo_*.py; exit status 1 on any problem
+    python -m tools.check_copies --fix           # rewrite drifted copies from their originals
+    python -m tools.check_copies ppo_atari.py    # check only the given files
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ from pathlib import Path
 
 MARKER = "Copied from"
 DEFINITIONS = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
-FIX_HINT = "run python -m common.check_copies --fix"
-# The repository this file belongs to: common/check_copies.py -> the folder above common/.
+FIX_HINT = "run python -m tools.check_copies --fix"
+# The repository this file belongs to: tools/check_copies.py -> the folder above common/.
 DEFAULT_ROOT = Path(__file__).resolve().parent.parent
 # A drift report shows at most this many diff lines; the full picture is one --fix (and git diff) away.
 MAX_DIFF_LINES = 40
@@ -174,7 +174,7 @@ class CopiedBlock:
 
 
 def copied_blocks(source: str) -> list[CopiedBlock]:
-    """Every copied block of a script's source, in order: the one parser of the markers, which common.diff_matrix
+    """Every copied block of a script's source, in order: the one parser of the markers, which tools.diff_matrix
     and the site (render/) read too. A marker that is malformed, or not directly above a top-level definition, makes
     no block (``check`` reports those)."""
     lines = io.StringIO(source).readlines()
@@ -364,7 +364,7 @@ def _plural(count: int, noun: str, plural: str = "") -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m common.check_copies",
+        prog="python -m tools.check_copies",
         description="Check that every '# Copied from common.X.Name' copy in the scripts matches its original.",
     )
     parser.add_argument("files", nargs="*", type=Path, help="files to check (default: every ppo_*.py in the root)")

@@ -11,9 +11,9 @@ effects.
 
 Usage::
 
-    python -m common.details_map            # print the table
-    python -m common.details_map --write    # rewrite the table in README.md (after a script has moved lines)
-    python -m common.details_map --check    # exit 1 when README's table is not the one the scripts give today
+    python -m tools.details_map            # print the table
+    python -m tools.details_map --write    # rewrite the table in README.md (after a script has moved lines)
+    python -m tools.details_map --check    # exit 1 when README's table is not the one the scripts give today
 
 tests/test_details_map.py runs --check and, independently of this module, reads README's table back and checks
 that every ``file#Lline`` it links exists and holds the identifier the table shows beside it.
@@ -26,8 +26,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from common.diff_matrix import between_markers
-from common.lessons import LESSONS, SCRIPTS
+from tools.diff_matrix import between_markers
+from course.lessons import LESSONS, SCRIPTS
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -130,7 +130,7 @@ def locate(script: str, needle: str, root: Path = ROOT) -> int:
     for number, line in enumerate((root / script).read_text().splitlines(), start=1):
         if needle in line:
             return number
-    raise NeedleNotFound(f"{script}: no line contains {needle!r} (update common/details_map.py's DETAILS)")
+    raise NeedleNotFound(f"{script}: no line contains {needle!r} (update tools/details_map.py's DETAILS)")
 
 
 def cell(script: str, entry: str | Absent, root: Path = ROOT) -> str:
@@ -157,7 +157,7 @@ def table(root: Path = ROOT) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m common.details_map", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.details_map", description=__doc__.splitlines()[0])
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--write", action="store_true", help="rewrite the table in README.md")
     group.add_argument("--check", action="store_true", help="exit 1 when README.md's table is out of date")
@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if args.check:
         if updated != readme:
-            print("README.md's implementation-details map is out of date: run python -m common.details_map --write",
+            print("README.md's implementation-details map is out of date: run python -m tools.details_map --write",
                   file=sys.stderr)
             return 1
         return 0

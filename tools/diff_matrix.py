@@ -19,11 +19,11 @@ figures is the explanation a variant brings with it; the code figure is the one 
 
 Usage::
 
-    python -m common.diff_matrix            # the matrix and the neighbouring pairs against their bounds
-    python -m common.diff_matrix --check    # exit 1 when a neighbouring pair is over its bound
-    python -m common.diff_matrix --write    # also rewrite the matrix in CONTRIBUTING.md (between its diff-matrix markers)
+    python -m tools.diff_matrix            # the matrix and the neighbouring pairs against their bounds
+    python -m tools.diff_matrix --check    # exit 1 when a neighbouring pair is over its bound
+    python -m tools.diff_matrix --write    # also rewrite the matrix in CONTRIBUTING.md (between its diff-matrix markers)
 
-``common.lessons.NEIGHBOURS`` holds the neighbouring pairs (the diffs the README walks through, each script against
+``course.lessons.NEIGHBOURS`` holds the neighbouring pairs (the diffs the README walks through, each script against
 the one its docstring says it differs from) with their bounds on the code-only figure. The aim is ``AIMS``: 100 changed
 lines of code for the MLP pairs, 150 for the pair into the pixel lessons and the one between them (CleanRL's
 ppo.py -> ppo_atari.py is 56 lines of code). Each bound is the pair's count when it was last measured: a ratchet
@@ -43,8 +43,8 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
-from common.check_copies import copied_blocks
-from common.lessons import LESSONS, NEIGHBOURS
+from tools.check_copies import copied_blocks
+from course.lessons import LESSONS, NEIGHBOURS
 
 ROOT = Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- diff-matrix:begin -->", "<!-- diff-matrix:end -->"
@@ -125,7 +125,7 @@ def matrix(root: Path) -> tuple[list[str], dict[tuple[str, str], Count]]:
 
 def between_markers(text: str, begin: str, end: str, body: str) -> str | None:
     """`text` with what lies between the marker lines `begin` and `end` replaced by `body`, or None when a
-    marker is missing. The generated tables (this matrix in CONTRIBUTING.md, common.details_map's map in README) live
+    marker is missing. The generated tables (this matrix in CONTRIBUTING.md, tools.details_map's map in README) live
     between such."""
     if begin not in text or end not in text:
         return None
@@ -152,7 +152,7 @@ def markdown(scripts: list[str], counts: dict[tuple[str, str], Count]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m common.diff_matrix", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.diff_matrix", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when a neighbouring pair is over its bound")
     parser.add_argument("--write", action="store_true", help="rewrite the matrix in CONTRIBUTING.md")
     parser.add_argument("--root", type=Path, default=ROOT, help="repository root (default: %(default)s)")

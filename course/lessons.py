@@ -1,8 +1,8 @@
 """The lessons, in reading order, and the neighbour each one is diffed against: the one list that the site
-(render/), README's generated tables (common.diff_matrix, common.details_map) and the tests read.
+(render/), README's generated tables (tools.diff_matrix, tools.details_map) and the tests read.
 
 A lesson's neighbour is the script its docstring's "Differs from ppo_<neighbour>.py in:" names; ``bound`` holds
-the pair's changed lines of code outside copied blocks to at most that many (common.diff_matrix --check, a ratchet
+the pair's changed lines of code outside copied blocks to at most that many (tools.diff_matrix --check, a ratchet
 that may only come down as the scripts converge). tests/test_conventions.py checks that this list is the
 ``ppo_*.py`` files on disk and that each ``env_id`` is its script's default; tests/test_diff_matrix.py that the
 neighbours are the ones the docstrings name.
@@ -59,7 +59,7 @@ class Lesson:
 # pixel lesson's bad-input checks left make_env for a checked_env below it (as the MLP lessons' had), Pendulum's for
 # a checked_env and the shared record_video: CartPole -> LunarLander 109 -> 108, LunarLander -> Pendulum 161 -> 159,
 # LunarLander -> Breakout 187 -> 163, and Breakout -> Mario 250 -> 253 (the two games' checks, different by nature,
-# now side by side in their checked_env below the fence). Where a bound is above its aim (common.diff_matrix.AIMS), README's pair heading and
+# now side by side in their checked_env below the fence). Where a bound is above its aim (tools.diff_matrix.AIMS), README's pair heading and
 # benchmarks/README.md say what the rest of that diff is.
 # Each lesson's figures: the runs its docstring's "What you should see" quotes (every number there is read off
 # these runs' committed curves CSVs, and its subsection "... what you should see, in full" in benchmarks/README.md
