@@ -100,6 +100,8 @@ def index_page(root: Path, out: Path, diff_pages: list[tuple[str, str, str]]) ->
     details = links.markdown(details_map.table(root), root)
     body = (
         "<h1>Learn, run and compare PPO</h1>"
+        '<p class="start">New to PPO? Start with <a href="lesson-0.html">Lesson 0: PPO on one page</a>, the ideas '
+        "every lesson's code uses, then follow the reading path.</p>"
         "<p>Five lessons, one file each, read top to bottom and diffed against their neighbours. Each lesson page "
         "puts the script's notes beside its code, with the equations the notes cite typeset; each diff page shows "
         "what a variant changes.</p>"

@@ -114,9 +114,11 @@ def test_lesson0_page_typesets_every_formula_and_links_into_the_site(tmp_path):
 
 
 def test_the_index_reads_lesson_0_first(tmp_path):
+    """The site's first page sends a learner to lesson 0 first (its first link), and lists it first in the path."""
     from render.index import index_page
 
     html = index_page(ROOT, tmp_path, [])
+    assert re.search(r'<a href="([^"]+)"', html.split("<h1>")[1]).group(1) == "lesson-0.html"
     path = html.split('<ol class="path" start="0">')[1].split("</ol>")[0]
     assert path.index('href="lesson-0.html"') < path.index('href="lessons/ppo_cartpole.html"')
 

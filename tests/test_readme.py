@@ -156,3 +156,9 @@ def test_broken_links_are_reported(tmp_path):
     problems = broken_links(doc, root=tmp_path)
     assert [p.split(" (")[1].split(")")[0] for p in problems] == [
         "sub/nothing.md", "sub/other.md#a-section", "#there", "images/none.png", "code.py#L3", "code.py#here"]
+
+
+def test_lesson_0_is_the_first_link():
+    """A learner's first click: README's first link is lesson 0 (issue 59)."""
+    (first, *_) = links((ROOT / "README.md").read_text())
+    assert first[1] == "course/ppo-on-one-page.md"
