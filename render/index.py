@@ -12,12 +12,13 @@ import shutil
 from pathlib import Path
 from urllib.parse import unquote
 
-from tools import details_map
-from tools.diff_matrix import marked
 from course.lessons import SCRIPTS
+from exercises import EXERCISES
 from render.html import esc, page
 from render.lesson import markdown_without_html
 from render.source import one_line_and_usage, read_lesson
+from tools import details_map
+from tools.diff_matrix import marked
 
 _LINK = re.compile(r"(!?\[[^\]]*\])\(([^)\s]+)\)")
 _COMMENT_LINE = re.compile(r"^<!--.*-->[ \t]*\n", re.M)  # a marker line, <!-- table1:begin -->: GitHub hides it
@@ -89,8 +90,11 @@ def index_page(root: Path, out: Path, diff_pages: list[tuple[str, str, str]]) ->
     for script in SCRIPTS:
         one_line, usage = one_line_and_usage(read_lesson(root / script))
         diffs = " ".join(f'<a href="{esc(href)}">diff against {esc(a)}</a>' for a, b, href in diff_pages if b == script)
+        after = [name for name, exercise in EXERCISES.items() if exercise.lesson == script]
+        practice = (f" Then the exercises {', '.join(f'<code>{n}</code>' for n in after)}: "
+                    f"<code>python -m exercises check {after[0]}</code>" if after else "")
         path.append(f'<li><a href="lessons/{script[:-3]}.html"><code>{script}</code></a>: '
-                    f"{esc(one_line)} <code>{esc(usage)}</code> {diffs}</li>")
+                    f"{esc(one_line)} <code>{esc(usage)}</code> {diffs}{practice}</li>")
     pairs = "".join(f'<li><a href="{esc(href)}"><code>{esc(a)}</code> -&gt; <code>{esc(b)}</code></a></li>'
                     for a, b, href in diff_pages)
     results = marked((root / "README.md").read_text(), "results")

@@ -121,6 +121,11 @@ def test_the_index_reads_lesson_0_first(tmp_path):
     assert re.search(r'<a href="([^"]+)"', html.split("<h1>")[1]).group(1) == "lesson-0.html"
     path = html.split('<ol class="path" start="0">')[1].split("</ol>")[0]
     assert path.index('href="lesson-0.html"') < path.index('href="lessons/ppo_cartpole.html"')
+    items = path.split("<li>")
+    cartpole = next(item for item in items if 'href="lessons/ppo_cartpole.html"' in item)
+    assert "python -m exercises check gae" in cartpole  # each exercise after the lesson it belongs to
+    lunar = next(item for item in items if 'href="lessons/ppo_lunarlander_vec.html"' in item)
+    assert "<code>value_clip</code>" in lunar
 
 
 @pytest.mark.parametrize("module", [lesson.module for lesson in __import__("course.lessons").lessons.LESSONS])
