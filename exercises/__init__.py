@@ -31,7 +31,21 @@ class Exercise:
         return getattr(importlib.import_module(f"exercises.{self.name}"), self.function)
 
     def reference(self) -> Callable:
+        """The lesson's own code for it: its function of the same name, or (REFERENCES) a call of the lesson's
+        code that does the same."""
+        if self.name in REFERENCES:
+            return REFERENCES[self.name]
         return getattr(importlib.import_module(self.lesson.removesuffix(".py")), self.function)
+
+    def shown(self) -> Callable:
+        """What `solution` shows: the lesson's function, or the method that holds the code."""
+        if self.name in SHOWN:
+            module, _, attribute = SHOWN[self.name].partition(":")
+            owner = importlib.import_module(module)
+            for part in attribute.split("."):
+                owner = getattr(owner, part)
+            return owner
+        return self.reference()
 
 
 class Failed(Exception):
@@ -211,6 +225,90 @@ VALUE_CASES = [
 ]
 
 
+# --- the adaptive KL penalty's beta ------------------------------------------------------------------------------
+
+def _beta_case(beta, d, target, expected):
+    def run(fn):
+        got = fn(beta, d, target)
+        if not isinstance(got, (int, float)) or isinstance(got, bool):
+            raise Failed(f"expected a number, got {type(got).__name__}")
+        close(got, expected)
+    return run
+
+
+BETA_CASES = [
+    Case("d on target: beta stays", "inside [d_targ / 1.5, 1.5 d_targ] beta is left as it is",
+         _beta_case(1.0, 0.01, 0.01, 1.0)),
+    Case("d far below the target: pi moved too little, the charge halves",
+         "d < d_targ / 1.5: beta <- beta / 2, so the next update may move further",
+         _beta_case(1.0, 0.001, 0.01, 0.5)),
+    Case("d far above the target: pi moved too much, the charge doubles",
+         "d > 1.5 d_targ: beta <- 2 beta, so the next update is held closer to pi_old",
+         _beta_case(1.0, 0.05, 0.01, 2.0)),
+    Case("d a little above the target but within 1.5 d_targ: beta stays",
+         "the thresholds are d_targ / 1.5 and 1.5 d_targ, not d_targ itself: a band around the target",
+         _beta_case(3.0, 0.013, 0.01, 3.0)),
+    Case("d a little below the target but above d_targ / 1.5: beta stays",
+         "the lower threshold is d_targ / 1.5", _beta_case(3.0, 0.008, 0.01, 3.0)),
+]
+
+
+# --- the diagonal Gaussian ------------------------------------------------------------------------------------------
+
+def _pendulum_gaussian(mean, log_std, action):
+    """The lesson's own code: ppo_pendulum_continuous.Agent.get_action_and_value on the given mean and log-std."""
+    import types
+
+    import ppo_pendulum_continuous
+
+    stand_in = types.SimpleNamespace(get_distribution=lambda x: (mean, log_std), get_value=lambda x: None)
+    _, log_prob, entropy, _ = ppo_pendulum_continuous.Agent.get_action_and_value(stand_in, None, action)
+    return log_prob, entropy
+
+
+def _gaussian_case(mean, log_std, action, log_prob, entropy):
+    def run(fn):
+        got = fn(torch.tensor(mean, dtype=torch.float64), torch.tensor(log_std, dtype=torch.float64),
+                 torch.tensor(action, dtype=torch.float64))
+        if not (isinstance(got, tuple) and len(got) == 2):
+            raise Failed(f"expected a pair (log_prob, entropy), got {type(got).__name__}")
+        close(got[0], log_prob, "log pi(a): ")
+        close(got[1], entropy, "the entropy: ")
+    return run
+
+
+def _gaussian_random(fn):
+    rng = np.random.default_rng(2)
+    for k in range(20):
+        shape = (int(rng.integers(1, 5)), int(rng.integers(1, 4)))
+        mean, log_std, action = (torch.tensor(rng.normal(size=shape)) for _ in range(3))
+        got, expected = fn(mean, log_std, action), _pendulum_gaussian(mean, log_std, action)
+        close(got[0], expected[0].numpy(), f"random batch {k + 1} of 20 {shape}, log pi(a): ")
+        close(got[1], expected[1].numpy(), f"random batch {k + 1} of 20 {shape}, the entropy: ")
+
+
+LOG_2PI = float(np.log(2 * np.pi))
+GAUSSIAN_CASES = [
+    Case("one dimension, the action at the mean, sigma = 1",
+         "log N(mu; mu, 1) = -0.5 log(2 pi): the density's peak; H = 0.5 + 0.5 log(2 pi)",
+         _gaussian_case([0.0], [0.0], [0.0], -0.5 * LOG_2PI, 0.5 + 0.5 * LOG_2PI)),
+    Case("one dimension, the action one sigma from the mean, sigma = 2",
+         "(a - mu) / sigma counts sigmas; the log density also loses log sigma (a wider Gaussian is lower)",
+         _gaussian_case([1.0], [float(np.log(2))], [3.0], -0.5 - np.log(2) - 0.5 * LOG_2PI,
+                        0.5 + 0.5 * LOG_2PI + np.log(2))),
+    Case("two independent dimensions: the log densities and entropies add",
+         "independent dimensions multiply their densities, so the logs add: sum over the last axis",
+         _gaussian_case([0.0, 1.0], [0.0, float(np.log(2))], [0.0, 3.0],
+                        -0.5 * LOG_2PI + (-0.5 - np.log(2) - 0.5 * LOG_2PI),
+                        2 * (0.5 + 0.5 * LOG_2PI) + np.log(2))),
+    Case("a batch of two states, one dimension: one value per state",
+         "sum over the action's dimensions (the last axis) only, never over the batch",
+         _gaussian_case([[0.0], [1.0]], [[0.0], [0.0]], [[0.0], [1.0]], [-0.5 * LOG_2PI] * 2,
+                        [0.5 + 0.5 * LOG_2PI] * 2)),
+    Case("random batches against the lesson's Agent", "every case above at once", _gaussian_random),
+]
+
+
 EXERCISES = {e.name: e for e in [
     Exercise("gae", "compute_gae", "ppo_cartpole.py", "Generalized Advantage Estimation, with terminations and "
              "truncations", (
@@ -234,8 +332,27 @@ EXERCISES = {e.name: e for e in [
         "max keeps the larger of the two errors: a move past eps_v toward the target earns nothing more (gradient "
         "0), a move away from it is paid in full. min would reward the first and ignore the second.",
         "The loss is half the squared error, as the lessons write it, averaged over the samples.")),
+    Exercise("gaussian", "gaussian_log_prob_and_entropy", "ppo_pendulum_continuous.py", "A diagonal Gaussian "
+             "policy's log-probability and entropy", (
+                 "The log density of N(mu, sigma) loses log sigma as well as the squared distance in sigmas: "
+                 "dropping it makes a wide Gaussian look as likely as a narrow one.",
+                 "Independent dimensions: the log densities and the entropies add over the last axis, the action's, "
+                 "not over the batch.",
+                 "The entropy depends on sigma alone, not on the mean or the action: the same in every state when "
+                 "log sigma is a free vector, as in the lesson.")),
+    Exercise("kl_beta", "adapt_kl_beta", "ppo_pendulum_continuous.py", "The adaptive KL penalty's beta (the "
+             "paper's section 4)", (
+                 "Too little movement (d < d_targ / 1.5) halves beta, too much (d > 1.5 d_targ) doubles it: the charge "
+                 "follows the movement, not the other way round.",
+                 "The thresholds are a band around d_targ, 1.5 either way: inside it beta stays, so it does not "
+                 "flip-flop at every update.",
+                 "The step is a factor of 2 and the band's edges are a factor of 1.5: the paper's two constants, "
+                 "which it reports the method is not very sensitive to.")),
 ]}
-CASES = {"gae": GAE_CASES, "clip": CLIP_CASES, "value_clip": VALUE_CASES}
+CASES = {"gae": GAE_CASES, "clip": CLIP_CASES, "value_clip": VALUE_CASES, "gaussian": GAUSSIAN_CASES,
+         "kl_beta": BETA_CASES}
+REFERENCES = {"gaussian": _pendulum_gaussian}  # the lesson's code, where it is not a function of that name
+SHOWN = {"gaussian": "ppo_pendulum_continuous:Agent.get_action_and_value"}
 
 
 def check(name: str, fn: Callable | None = None) -> list[str]:
@@ -272,6 +389,7 @@ def status(name: str) -> str:
 def solution(name: str) -> str:
     """The lesson's own function (the lessons are the solutions) and each trap, explained."""
     exercise = EXERCISES[name]
-    source = inspect.getsource(exercise.reference())
+    shown = exercise.shown()
+    source = inspect.getsource(shown)
     traps = "\n".join(f"- {trap}" for trap in exercise.traps)
-    return f"{exercise.lesson}'s {exercise.function}:\n\n{source}\nThe traps:\n{traps}"
+    return f"{exercise.lesson}'s {shown.__qualname__}:\n\n{source}\nThe traps:\n{traps}"

@@ -62,6 +62,27 @@ def value_clip(reduce=torch.max, from_old=True, half=0.5, total=False):
     return fn
 
 
+def gaussian(log_sigma_term=True, reduce="sum", entropy_scale=1.0):
+    def fn(mean, log_std, action):
+        log_density = -0.5 * ((action - mean) / log_std.exp()) ** 2 - (log_std if log_sigma_term else 0) \
+            - 0.5 * np.log(2 * np.pi)
+        entropy = 0.5 + 0.5 * np.log(2 * np.pi) + entropy_scale * log_std + 0 * mean
+        if reduce == "all":
+            return log_density.sum(), entropy.sum()
+        return (log_density.mean(-1), entropy.mean(-1)) if reduce == "mean" else (log_density.sum(-1), entropy.sum(-1))
+    return fn
+
+
+def kl_beta(low=1 / 1.5, high=1.5, swapped=False):
+    def fn(beta, d, target):
+        if d < target * low:
+            return beta * 2 if swapped else beta / 2
+        if d > target * high:
+            return beta / 2 if swapped else beta * 2
+        return beta
+    return fn
+
+
 WRONG = [
     ("gae", gae(mask=False), "no advantage flows across an episode's end", "the recursion is cut"),
     ("gae", gae(bootstrap_termination=True), "terminates at t = 1", "V(s_{t+1}) is 0 there"),
@@ -78,6 +99,12 @@ WRONG = [
     ("value_clip", value_clip(from_old=False), "V_clip is measured from V_old", "the change since the rollout"),
     ("value_clip", value_clip(half=1.0), "the plain squared error, halved", "0.5 (V - V^targ)^2"),
     ("value_clip", value_clip(total=True), "a minibatch of two", "1 / B"),
+    ("gaussian", gaussian(log_sigma_term=False), "one sigma from the mean", "loses log sigma"),
+    ("gaussian", gaussian(reduce="mean"), "two independent dimensions", "the logs add"),
+    ("gaussian", gaussian(reduce="all"), "a batch of two states", "never over the batch"),
+    ("gaussian", gaussian(entropy_scale=2.0), "one sigma from the mean", "loses log sigma"),
+    ("kl_beta", kl_beta(low=1.0, high=1.0), "a little above the target", "a band around the target"),
+    ("kl_beta", kl_beta(swapped=True), "far below the target", "beta <- beta / 2"),
 ]
 
 
@@ -93,7 +120,7 @@ def test_a_typical_wrong_answer_fails_the_case_built_for_it(name, fn, case, hint
 def test_each_exercise_catches_at_least_two_wrong_answers_and_the_traps_are_explained():
     for name, exercise in exercises.EXERCISES.items():
         assert sum(w[0] == name for w in WRONG) >= 2, name
-        assert len(exercise.traps) >= 3 and exercise.function in exercises.solution(name)
+        assert len(exercise.traps) >= 3 and f"def {exercise.shown().__name__}(" in exercises.solution(name)
 
 
 # --- the command ----------------------------------------------------------------------------------------------------
