@@ -1,11 +1,12 @@
 """Exercises: write PPO's parts yourself, and be told exactly what is wrong.
 
 Each exercise is a file of this folder holding the signature, the docstring and the equation of one of the lessons'
-own functions, with a body to write. `python -m exercises check NAME` runs your function on cases worked out by hand,
-each built around one trap (an episode that ends mid-rollout, a truncation, a negative advantage, a ratio outside
-the clip range, a batch of one), then on random inputs against the lesson's own function; a failure names the case,
-what was expected and what came back, and a hint at the idea it tests, never the answer. The lessons are the
-solutions: `python -m exercises solution NAME` shows the lesson's function.
+own functions (or wrapper classes), with a body to write. `python -m exercises check NAME` runs your code on cases
+worked out by hand, each built around one trap (an episode that ends mid-rollout, a truncation, a negative
+advantage, a ratio outside the clip range, a batch of one), then on random inputs against the lesson's own code; a
+failure names the case, what was expected and what came back, and a hint at the idea it tests, never the answer.
+`python -m exercises train NAME` trains the lesson with your function swapped in (exercises/train.py). The lessons
+are the solutions: `python -m exercises solution NAME` shows the lesson's code. exercises/README.md is the list.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Callable
 
+import gymnasium as gym
 import numpy as np
 import torch
 
@@ -225,6 +227,146 @@ VALUE_CASES = [
 ]
 
 
+# --- the rollout over self-resetting vector envs ---------------------------------------------------------------------
+
+class _Scripted(gym.Env):
+    """An env that plays a script, whatever the actions: its episodes' lengths and how each ends ("terminated",
+    "truncated" or "both"). Its observation is [env, episode, t], its reward at step t of episode e is 10 e + t."""
+
+    observation_space = gym.spaces.Box(-1e6, 1e6, (3,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, index: int, episodes: list[tuple[int, str]]):
+        self.index, self.episodes, self.episode, self.t = index, episodes, -1, 0
+
+    def observation(self):
+        return np.array([self.index, self.episode, self.t], dtype=np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.episode, self.t = self.episode + 1, 0
+        return self.observation(), {}
+
+    def step(self, action):
+        self.t += 1
+        length, end = self.episodes[min(self.episode, len(self.episodes) - 1)]
+        over = self.t == length
+        return (self.observation(), float(10 * self.episode + self.t), over and end in ("terminated", "both"),
+                over and end in ("truncated", "both"), {})
+
+
+def _value(obs: torch.Tensor) -> torch.Tensor:
+    """The stand-in critic: V([env, episode, t]) = 100 env + 10 episode + t, so every state has its own value."""
+    return obs @ torch.tensor([100.0, 10.0, 1.0], dtype=obs.dtype, device=obs.device)
+
+
+class _Agent(torch.nn.Module):
+    """A stand-in agent: action t mod 2, log-probability -t / 10, entropy 0, V as _value."""
+
+    def __init__(self):
+        super().__init__()
+        self.unused = torch.nn.Parameter(torch.zeros(1))  # (for next(agent.parameters()).device)
+
+    def get_value(self, x):
+        return _value(x)
+
+    def get_action_and_value(self, x, action=None):
+        if action is None:
+            action = (x[:, 2] % 2).long()
+        return action, -x[:, 2] / 10, torch.zeros(len(x)), _value(x)
+
+
+def _rollout_run(scripts, steps):
+    """(the filled rollout, what the function returned) for envs playing `scripts` over `steps` steps."""
+    import ppo_lunarlander_vec
+
+    def run(fn):
+        envs = gym.vector.SyncVectorEnv(
+            [lambda i=i, s=s: gym.wrappers.RecordEpisodeStatistics(_Scripted(i, s)) for i, s in enumerate(scripts)],
+            autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+        next_obs, _ = envs.reset(seed=0)
+        rollout = ppo_lunarlander_vec.Rollout(steps, len(scripts), (3,))
+        returned = fn(envs, _Agent(), next_obs, rollout)
+        envs.close()
+        if not isinstance(returned, tuple) or len(returned) != 3:
+            raise Failed(f"expected (next_obs, last_value, episodes) back, got {type(returned).__name__}")
+        return rollout, returned
+    return run
+
+
+def _rollout_case(scripts, steps, **expected):
+    """Check the named fields of the rollout ([T, N] lists; obs: [T, N, 3]) and returns (next_obs, last_value,
+    episodes)."""
+    def run(fn):
+        rollout, (next_obs, last_value, episodes) = _rollout_run(scripts, steps)(fn)
+        for field in ("obs", "rewards", "values", "dones", "final_values", "logprobs", "actions"):
+            if field in expected:
+                close(getattr(rollout, field), expected[field], f"rollout.{field}: ")
+        if "next_obs" in expected:
+            close(next_obs, expected["next_obs"], "the returned next_obs: ")
+        if "last_value" in expected:
+            close(last_value, expected["last_value"], "the returned last_value: ")
+        if "episodes" in expected:
+            got = [(int(s), round(float(r), 4), int(n)) for s, r, n in episodes]
+            if got != expected["episodes"]:
+                raise Failed(f"the returned episodes (step, return, length): expected {expected['episodes']}, "
+                             f"got {got}")
+    return run
+
+
+def _rollout_random(fn):
+    """20 random scripts, 1 to 3 envs, episodes of 1 to 4 steps ending in every way, against the lesson's."""
+    reference = EXERCISES["rollout"].reference()
+    rng = np.random.default_rng(2)
+    for k in range(20):
+        scripts = [[(int(rng.integers(1, 5)), str(rng.choice(["terminated", "truncated", "both"])))
+                    for _ in range(12)] for _ in range(int(rng.integers(1, 4)))]
+        steps = int(rng.integers(1, 9))
+        mine, (next_obs, last_value, episodes) = _rollout_run(scripts, steps)(fn)
+        theirs, (next_obs_, last_value_, episodes_) = _rollout_run(scripts, steps)(reference)
+        where = f"random script {k + 1} of 20 (T = {steps}, N = {len(scripts)}): "
+        for field in ("obs", "actions", "logprobs", "values", "rewards", "dones", "final_values"):
+            close(getattr(mine, field), getattr(theirs, field), f"{where}rollout.{field}: ")
+        close(next_obs, next_obs_, f"{where}next_obs: ")
+        close(last_value, last_value_, f"{where}last_value: ")
+        close(np.array(episodes, dtype=np.float64).reshape(-1, 3), np.array(episodes_).reshape(-1, 3),
+              f"{where}the episodes (step, return, length): ")
+
+
+ROLLOUT_CASES = [
+    Case("one env, no episode ends: each step stores the observation it acted on",
+         "obs[t] is s_t, the observation the agent saw before acting; the step's result is s_{t+1}, stored at t + 1",
+         _rollout_case([[(9, "terminated")]], 3, obs=[[[0, 0, 0]], [[0, 0, 1]], [[0, 0, 2]]],
+                       values=[[0], [1], [2]], rewards=[[1], [2], [3]], dones=[[0], [0], [0]],
+                       logprobs=[[0], [-0.1], [-0.2]], actions=[[0], [1], [0]],
+                       next_obs=[[0, 0, 3]], last_value=[3], episodes=[])),
+    Case("an episode that terminates at t = 1: done, and nothing after it",
+         "terminated: the MDP ended, so dones[t] = 1 and final_values[t] = 0; with SAME_STEP autoreset, next_obs is "
+         "already the next episode's first observation",
+         _rollout_case([[(2, "terminated"), (9, "terminated")]], 3, obs=[[[0, 0, 0]], [[0, 0, 1]], [[0, 1, 0]]],
+                       rewards=[[1], [2], [11]], dones=[[0], [1], [0]], final_values=[[0], [0], [0]],
+                       episodes=[(1, 3.0, 2)], next_obs=[[0, 1, 1]], last_value=[11])),
+    Case("an episode truncated by a time limit at t = 1: V of the observation it ended on",
+         "truncated: reward would have followed, so V(s_{t+1}) is V(info['final_obs']), the episode's last "
+         "observation; next_obs is the next episode's first, another episode's state",
+         _rollout_case([[(2, "truncated"), (9, "terminated")]], 3, dones=[[0], [1], [0]],
+                       final_values=[[0], [2], [0]], obs=[[[0, 0, 0]], [[0, 0, 1]], [[0, 1, 0]]],
+                       episodes=[(1, 3.0, 2)])),
+    Case("an episode both terminated and truncated at t = 0 (it ended on the limit's last step)",
+         "termination wins: the MDP ended, so V(s_{t+1}) = 0, whatever the time limit says",
+         _rollout_case([[(1, "both"), (9, "terminated")]], 2, dones=[[1], [0]], final_values=[[0], [0]],
+                       episodes=[(0, 1.0, 1)])),
+    Case("two envs side by side, both ending at t = 1: one truncated, the other terminated",
+         "each env's column on its own: bootstrap only the env that was truncated, from its own final observation",
+         _rollout_case([[(2, "truncated"), (9, "terminated")], [(2, "terminated"), (9, "terminated")]], 3,
+                       dones=[[0, 0], [1, 1], [0, 0]], final_values=[[0, 0], [2, 0], [0, 0]],
+                       values=[[0, 100], [1, 101], [10, 110]], rewards=[[1, 1], [2, 2], [11, 11]],
+                       episodes=[(1, 3.0, 2), (1, 3.0, 2)], next_obs=[[0, 1, 1], [1, 1, 1]],
+                       last_value=[11, 111])),
+    Case("random scripts against the lesson's collect_rollout", "every case above at once", _rollout_random),
+]
+
+
 # --- the adaptive KL penalty's beta ------------------------------------------------------------------------------
 
 def _beta_case(beta, d, target, expected):
@@ -309,6 +451,196 @@ GAUSSIAN_CASES = [
 ]
 
 
+# --- the Atari wrappers: frame skip with the max, the frame stack ----------------------------------------------------
+
+class _Frames(gym.Env):
+    """An env of scripted 2 x 3 uint8 frames: reset r shows starts[r], the k-th step after it frames[k] (cycling),
+    with reward k; its episode ends at step `end` (`how`: "terminated" or "truncated"). Counts the steps it is
+    given."""
+
+    observation_space = gym.spaces.Box(0, 255, (2, 3), np.uint8)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, frames, end=None, how="terminated", starts=None):
+        self.frames = [np.asarray(f, dtype=np.uint8) for f in frames]
+        self.starts = [np.asarray(f, dtype=np.uint8) for f in (starts or [frames[0]])]
+        self.end, self.how, self.t, self.resets, self.steps = end, how, 0, 0, 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t, self.resets = 0, self.resets + 1
+        return self.starts[(self.resets - 1) % len(self.starts)].copy(), {"reset": self.resets}
+
+    def step(self, action):
+        self.t, self.steps = self.t + 1, self.steps + 1
+        over = self.t == self.end
+        return (self.frames[self.t % len(self.frames)].copy(), float(self.t), over and self.how == "terminated",
+                over and self.how == "truncated", {"frame": self.t})
+
+
+def _frame(pixels: dict) -> np.ndarray:
+    """A 2 x 3 frame, 0 but at the given pixels."""
+    frame = np.zeros((2, 3), dtype=np.uint8)
+    for where, value in pixels.items():
+        frame[where] = value
+    return frame
+
+
+# Frame 1 has a pixel only it shows, frames 3 and 4 one each (the flicker the max keeps), frame 2 another.
+SKIP_FRAMES = [_frame({}), _frame({(0, 0): 255}), _frame({(0, 1): 50}), _frame({(1, 0): 200}),
+               _frame({(1, 1): 100}), _frame({(0, 2): 30}), _frame({(1, 2): 60})]
+
+
+def _frames_equal(got, expected, what: str) -> None:
+    got = np.asarray(got)
+    if got.dtype != np.uint8:
+        raise Failed(f"{what}expected uint8 frames, as the env gives them, got {got.dtype}")
+    close(got, expected, what)
+
+
+def _skip_case(skip, end=None, how="terminated", steps=1, rewards=None, observations=None, flags=None,
+               env_steps=None, info=None):
+    """Step MaxAndSkip(env, skip) `steps` times; check what each step returned and how often the env was stepped."""
+    def run(cls):
+        env = _Frames(SKIP_FRAMES, end, how)
+        wrapper = cls(env, skip=skip)
+        wrapper.reset(seed=0)
+        for k in range(steps):
+            returned = wrapper.step(0)
+            if not isinstance(returned, tuple) or len(returned) != 5:
+                raise Failed(f"expected step to return (obs, reward, terminated, truncated, info), got "
+                             f"{type(returned).__name__}")
+            obs, reward, terminated, truncated, got_info = returned
+            what = f"step {k + 1}: " if steps > 1 else ""
+            if rewards is not None:
+                close(reward, rewards[k], f"{what}the reward: ")
+            if observations is not None:
+                _frames_equal(obs, observations[k], f"{what}the observation: ")
+            if flags is not None and (bool(terminated), bool(truncated)) != flags[k]:
+                raise Failed(f"{what}expected (terminated, truncated) = {flags[k]}, got "
+                             f"{(bool(terminated), bool(truncated))}")
+            if info is not None and got_info != info[k]:
+                raise Failed(f"{what}expected the last frame's info {info[k]}, got {got_info}")
+        if env_steps is not None and env.steps != env_steps:
+            raise Failed(f"expected the env stepped {env_steps} times, it was stepped {env.steps} times")
+    return run
+
+
+def _skip_random(cls):
+    """20 random scripts (random frames, skips of 1 to 5, episodes ending anywhere) against the lesson's."""
+    reference = EXERCISES["max_and_skip"].reference()
+    rng = np.random.default_rng(3)
+    for k in range(20):
+        frames = list(rng.integers(0, 256, size=(9, 2, 3)))
+        skip, end, how = int(rng.integers(1, 6)), int(rng.integers(1, 12)), str(rng.choice(["terminated",
+                                                                                           "truncated"]))
+        mine, theirs = cls(_Frames(frames, end, how), skip=skip), reference(_Frames(frames, end, how), skip=skip)
+        mine.reset(seed=0)
+        theirs.reset(seed=0)
+        for step in range(3):
+            got, expected = mine.step(0), theirs.step(0)
+            where = f"random script {k + 1} of 20 (skip {skip}, the episode ending at frame {end}), step {step + 1}: "
+            _frames_equal(got[0], expected[0], f"{where}the observation: ")
+            close(got[1], expected[1], f"{where}the reward: ")
+            if (bool(got[2]), bool(got[3])) != (expected[2], expected[3]):
+                raise Failed(f"{where}expected (terminated, truncated) = {expected[2:4]}, got {got[2:4]}")
+            if expected[2] or expected[3]:
+                break
+
+
+SKIP_CASES = [
+    Case("four frames, one step: their rewards summed, the env stepped four times",
+         "r_t is the sum of the skipped frames' rewards: the agent is credited with every frame of its action",
+         _skip_case(4, rewards=[1 + 2 + 3 + 4], env_steps=4, flags=[(False, False)], info=[{"frame": 4}])),
+    Case("the observation: the pixel-wise max of the last two frames",
+         "an object drawn on every other frame shows in one of the last two: the max of those two keeps it, and "
+         "nothing older",
+         _skip_case(4, observations=[np.maximum(SKIP_FRAMES[3], SKIP_FRAMES[4])])),
+    Case("the episode terminates on the second frame: the step ends there",
+         "a finished episode is not stepped again: stop at the frame that ended it, with what you have so far",
+         _skip_case(4, end=2, rewards=[1 + 2], env_steps=2, flags=[(True, False)],
+                    observations=[np.maximum(SKIP_FRAMES[1], SKIP_FRAMES[2])])),
+    Case("a time limit truncates the episode on the third frame",
+         "a truncation ends the episode as a termination does: stop there, and pass truncated on",
+         _skip_case(4, end=3, how="truncated", rewards=[6], env_steps=3, flags=[(False, True)],
+                    observations=[np.maximum(SKIP_FRAMES[2], SKIP_FRAMES[3])])),
+    Case("the episode ends on the first frame: its frame alone",
+         "with one frame there is no max to take: the observation is that frame",
+         _skip_case(4, end=1, rewards=[1], env_steps=1, observations=[SKIP_FRAMES[1]])),
+    Case("skip = 2, two steps in a row",
+         "repeat the action self.skip times, not always 4; each step starts afresh from 0 reward",
+         _skip_case(2, steps=2, rewards=[1 + 2, 3 + 4], env_steps=4,
+                    observations=[np.maximum(SKIP_FRAMES[1], SKIP_FRAMES[2]),
+                                  np.maximum(SKIP_FRAMES[3], SKIP_FRAMES[4])])),
+    Case("random scripts against the lesson's MaxAndSkip", "every case above at once", _skip_random),
+]
+
+
+STACK_FRAMES = [np.full((2, 3), 10 * k, dtype=np.uint8) + np.arange(6, dtype=np.uint8).reshape(2, 3)
+                for k in range(7)]
+STACK_START = np.full((2, 3), 250, dtype=np.uint8)  # the second episode's first frame
+
+
+def _stack_case(k, script, expected, flags=None):
+    """Run FrameStack(env, k) through `script` ("reset" or "step" each); check the observation after each, against
+    `expected`'s frame indices (a list of k per entry: an index of STACK_FRAMES, or "start" for STACK_START)."""
+    def run(cls):
+        env = _Frames(STACK_FRAMES, starts=[STACK_FRAMES[0], STACK_START])
+        wrapper = cls(env, k=k)
+        for n, (action, frames) in enumerate(zip(script, expected)):
+            returned = wrapper.reset(seed=0) if action == "reset" else wrapper.step(0)
+            size = 2 if action == "reset" else 5
+            if not isinstance(returned, tuple) or len(returned) != size:
+                raise Failed(f"after {action} {n + 1}: expected a tuple of {size} back, as gymnasium's {action} "
+                             f"returns, got {type(returned).__name__}")
+            want = np.stack([STACK_START if f == "start" else STACK_FRAMES[f] for f in frames])
+            _frames_equal(returned[0], want, f"after {' '.join(script[:n + 1])}: the observation: ")
+            if action == "step" and flags is not None:
+                if (returned[1], bool(returned[2]), bool(returned[3]), returned[4]) != (float(env.t), False, False,
+                                                                                        {"frame": env.t}):
+                    raise Failed(f"after {' '.join(script[:n + 1])}: expected the env's reward, terminated, "
+                                 f"truncated and info ({float(env.t)}, False, False, {{'frame': {env.t}}}), got "
+                                 f"{returned[1:]}")
+    return run
+
+
+def _stack_random(cls):
+    """20 random runs of resets and steps, k from 1 to 5, against the lesson's FrameStack."""
+    reference = EXERCISES["frame_stack"].reference()
+    rng = np.random.default_rng(4)
+    for n in range(20):
+        k = int(rng.integers(1, 6))
+        frames, starts = list(rng.integers(0, 256, size=(7, 2, 3))), list(rng.integers(0, 256, size=(3, 2, 3)))
+        mine, theirs = (cls(_Frames(frames, starts=starts), k=k),
+                        reference(_Frames(frames, starts=starts), k=k))
+        script = ["reset"] + [str(rng.choice(["step", "step", "step", "reset"])) for _ in range(10)]
+        for m, action in enumerate(script):
+            got = mine.reset(seed=0) if action == "reset" else mine.step(0)
+            expected = theirs.reset(seed=0) if action == "reset" else theirs.step(0)
+            _frames_equal(got[0], expected[0], f"random run {n + 1} of 20 (k = {k}), after {action} {m + 1}: ")
+
+
+STACK_CASES = [
+    Case("reset: the first frame fills all k places",
+         "after a reset there is one frame: repeat it k times, stacked on a new first axis ([k, 2, 3])",
+         _stack_case(4, ["reset"], [[0, 0, 0, 0]])),
+    Case("one step: the newest frame last, the oldest gone",
+         "the stack is in time order, the oldest first: a step appends its frame at the end and drops the first",
+         _stack_case(4, ["reset", "step"], [[0, 0, 0, 0], [0, 0, 0, 1]], flags=True)),
+    Case("five steps: the last four frames, in order",
+         "k frames at most: the one older than them is dropped",
+         _stack_case(4, ["reset"] + ["step"] * 5, [[0] * 4, [0, 0, 0, 1], [0, 0, 1, 2], [0, 1, 2, 3], [1, 2, 3, 4],
+                                                   [2, 3, 4, 5]])),
+    Case("a reset after steps: the new episode's first frame everywhere",
+         "a new episode never sees the last one's frames: reset fills all k places again",
+         _stack_case(4, ["reset", "step", "step", "reset"], [[0] * 4, [0, 0, 0, 1], [0, 0, 1, 2], ["start"] * 4])),
+    Case("k = 2", "use the k the wrapper was made with (the deque's maxlen)",
+         _stack_case(2, ["reset", "step", "step", "step"], [[0, 0], [0, 1], [1, 2], [2, 3]])),
+    Case("random runs of resets and steps against the lesson's FrameStack", "every case above at once",
+         _stack_random),
+]
+
+
 EXERCISES = {e.name: e for e in [
     Exercise("gae", "compute_gae", "ppo_cartpole.py", "Generalized Advantage Estimation, with terminations and "
              "truncations", (
@@ -332,6 +664,17 @@ EXERCISES = {e.name: e for e in [
         "max keeps the larger of the two errors: a move past eps_v toward the target earns nothing more (gradient "
         "0), a move away from it is paid in full. min would reward the first and ignore the second.",
         "The loss is half the squared error, as the lessons write it, averaged over the samples.")),
+    Exercise("rollout", "collect_rollout", "ppo_lunarlander_vec.py", "A rollout over vector envs that reset "
+             "themselves: what to store, where to bootstrap", (
+                 "obs[t] is the observation the agent acted on, stored before the step; storing the step's result "
+                 "shifts every transition by one.",
+                 "With SAME_STEP autoreset, the step that ends an episode returns the next episode's first "
+                 "observation: a truncated episode's V(s_{t+1}) comes from info['final_obs'], the observation it "
+                 "ended on, never from next_obs.",
+                 "A terminated episode has no future: V(s_{t+1}) = 0, also where a time limit truncated it on the "
+                 "same step (termination wins).",
+                 "Each env is its own column: bootstrap only the envs that were truncated, each from its own final "
+                 "observation.")),
     Exercise("gaussian", "gaussian_log_prob_and_entropy", "ppo_pendulum_continuous.py", "A diagonal Gaussian "
              "policy's log-probability and entropy", (
                  "The log density of N(mu, sigma) loses log sigma as well as the squared distance in sigmas: "
@@ -348,9 +691,25 @@ EXERCISES = {e.name: e for e in [
                  "flip-flop at every update.",
                  "The step is a factor of 2 and the band's edges are a factor of 1.5: the paper's two constants, "
                  "which it reports the method is not very sensitive to.")),
+    Exercise("max_and_skip", "MaxAndSkip", "ppo_breakout_atari.py", "Frame skip, and the max over the last two "
+             "frames", (
+                 "The step's reward is the sum over its skipped frames: the last frame's alone loses the rewards "
+                 "earned on the others.",
+                 "The max of the last two frames keeps an object the Atari draws on every other frame; a max over "
+                 "all the skipped frames smears moving objects over their path, the last frame alone loses the "
+                 "flicker.",
+                 "Where the episode ends on a frame, the step ends there: stepping a finished episode again runs "
+                 "frames of an episode that is over.")),
+    Exercise("frame_stack", "FrameStack", "ppo_breakout_atari.py", "The frame stack: the last k frames as the "
+             "state", (
+                 "After a reset the first frame fills all k places: zeros would show a picture the game never "
+                 "draws.",
+                 "The stack is in time order on a new first axis, [k, 84, 84], the oldest first: the network's "
+                 "first convolution reads the k frames as its input channels.",
+                 "A reset refills the stack: a new episode must not begin beside the last episode's frames.")),
 ]}
-CASES = {"gae": GAE_CASES, "clip": CLIP_CASES, "value_clip": VALUE_CASES, "gaussian": GAUSSIAN_CASES,
-         "kl_beta": BETA_CASES}
+CASES = {"gae": GAE_CASES, "clip": CLIP_CASES, "value_clip": VALUE_CASES, "rollout": ROLLOUT_CASES,
+         "gaussian": GAUSSIAN_CASES, "kl_beta": BETA_CASES, "max_and_skip": SKIP_CASES, "frame_stack": STACK_CASES}
 REFERENCES = {"gaussian": _pendulum_gaussian}  # the lesson's code, where it is not a function of that name
 SHOWN = {"gaussian": "ppo_pendulum_continuous:Agent.get_action_and_value"}
 

@@ -2,14 +2,18 @@
 the case that catches each (its message names the case, what was expected and what came back, and a hint), and a
 function not yet written gets one line; the command's list, check and solution, and its bad input."""
 
+import collections
 import subprocess
 import sys
+
+import gymnasium as gym
 
 import numpy as np
 import pytest
 import torch
 
 import exercises
+from exercises import train
 from conftest import ROOT
 
 
@@ -83,6 +87,95 @@ def kl_beta(low=1 / 1.5, high=1.5, swapped=False):
     return fn
 
 
+def rollout(store_after=False, bootstrap_from="final_obs", both_bootstraps=False, every_env=False):
+    """collect_rollout with one typical mistake: the observation stored after the step, a truncation bootstrapped
+    from next_obs (or not at all: "nothing"), a termination on the limit's step bootstrapped, every env bootstrapped
+    that ended where one was truncated."""
+    def fn(envs, agent, next_obs, rollout):
+        episodes = []
+        for step in range(len(rollout.obs)):
+            with torch.inference_mode():
+                action, logprob, _, value = agent.get_action_and_value(torch.as_tensor(next_obs))
+            rollout.obs[step] = next_obs
+            rollout.actions[step], rollout.logprobs[step], rollout.values[step] = action, logprob, value
+            next_obs, rollout.rewards[step], terminated, truncated, info = envs.step(rollout.actions[step])
+            if store_after:
+                rollout.obs[step] = next_obs
+            rollout.dones[step] = terminated | truncated
+            rollout.final_values[step] = 0.0
+            if "final_obs" in info:
+                bootstrap = truncated if both_bootstraps else truncated & ~terminated
+                if every_env and bootstrap.any():
+                    bootstrap = info["_final_obs"]
+                if bootstrap.any() and bootstrap_from != "nothing":
+                    source = info["final_obs"][bootstrap] if bootstrap_from == "final_obs" else next_obs[bootstrap]
+                    with torch.inference_mode():
+                        rollout.final_values[step, bootstrap] = agent.get_value(
+                            torch.as_tensor(np.stack(source).astype(np.float32))).numpy()
+                stats = info["final_info"]["episode"]
+                for i in np.flatnonzero(info["final_info"]["_episode"]):
+                    episodes.append((step, float(stats["r"][i]), int(stats["l"][i])))
+        with torch.inference_mode():
+            last_value = agent.get_value(torch.as_tensor(next_obs)).numpy()
+        return next_obs, last_value, episodes
+    return fn
+
+
+def max_and_skip(reward="sum", frames="last two", stop=True, skip=None, reduce=np.maximum):
+    """MaxAndSkip with one typical mistake: the last frame's reward alone, the max over every frame or the last
+    frame alone, stepping on past the episode's end, always 4 frames, the mean of the two."""
+    class Wrong(gym.Wrapper):
+        def __init__(self, env, skip_=4, **kwargs):
+            super().__init__(env)
+            self.skip = kwargs.get("skip", skip_)
+
+        def step(self, action):
+            total, seen = 0.0, []
+            for _ in range(skip or self.skip):
+                obs, r, terminated, truncated, info = self.env.step(action)
+                total = total + float(r) if reward == "sum" else float(r)
+                seen.append(obs)
+                if stop and (terminated or truncated):
+                    break
+            if frames == "last":
+                frame = seen[-1]
+            elif frames == "all":
+                frame = np.max(np.stack(seen), axis=0)
+            else:
+                frame = seen[-1] if len(seen) == 1 else reduce(seen[-2], seen[-1])
+            return frame, total, terminated, truncated, info
+    return Wrong
+
+
+def frame_stack(start="repeat", newest="last", axis=0, refill=True, k=None):
+    """FrameStack with one typical mistake: a reset's stack filled with zeros, the newest frame first, the frames
+    stacked on the last axis, a reset that does not refill, always 4 frames."""
+    class Wrong(gym.Wrapper):
+        def __init__(self, env, k_=4, **kwargs):
+            super().__init__(env)
+            self.frames = collections.deque(maxlen=k or kwargs.get("k", k_))
+
+        def stacked(self):
+            frames = list(self.frames)[::-1] if newest == "first" else list(self.frames)
+            return np.stack(frames, axis=axis)
+
+        def reset(self, **kwargs):
+            obs, info = self.env.reset(**kwargs)
+            if not refill and self.frames:
+                self.frames.append(obs)
+            elif start == "zeros":
+                self.frames.extend([np.zeros_like(obs)] * (self.frames.maxlen - 1) + [obs])
+            else:
+                self.frames.extend([obs] * self.frames.maxlen)
+            return self.stacked(), info
+
+        def step(self, action):
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            self.frames.append(obs)
+            return self.stacked(), reward, terminated, truncated, info
+    return Wrong
+
+
 WRONG = [
     ("gae", gae(mask=False), "no advantage flows across an episode's end", "the recursion is cut"),
     ("gae", gae(bootstrap_termination=True), "terminates at t = 1", "V(s_{t+1}) is 0 there"),
@@ -103,6 +196,23 @@ WRONG = [
     ("gaussian", gaussian(reduce="mean"), "two independent dimensions", "the logs add"),
     ("gaussian", gaussian(reduce="all"), "a batch of two states", "never over the batch"),
     ("gaussian", gaussian(entropy_scale=2.0), "one sigma from the mean", "loses log sigma"),
+    ("rollout", rollout(store_after=True), "each step stores the observation it acted on", "before acting"),
+    ("rollout", rollout(bootstrap_from="next_obs"), "truncated by a time limit", "another episode's state"),
+    ("rollout", rollout(bootstrap_from="nothing"), "truncated by a time limit", "reward would have followed"),
+    ("rollout", rollout(both_bootstraps=True), "both terminated and truncated", "termination wins"),
+    ("rollout", rollout(every_env=True), "both ending at t = 1", "bootstrap only the env that was truncated"),
+    ("max_and_skip", max_and_skip(reward="last"), "their rewards summed", "the sum of the skipped frames' rewards"),
+    ("max_and_skip", max_and_skip(frames="all"), "the pixel-wise max of the last two frames", "and nothing older"),
+    ("max_and_skip", max_and_skip(frames="last"), "the pixel-wise max of the last two frames", "keeps it"),
+    ("max_and_skip", max_and_skip(reduce=lambda a, b: (a.astype(np.float64) + b) / 2),
+     "the pixel-wise max of the last two frames", "the max of those two"),
+    ("max_and_skip", max_and_skip(stop=False), "terminates on the second frame", "not stepped again"),
+    ("max_and_skip", max_and_skip(skip=4), "skip = 2", "self.skip"),
+    ("frame_stack", frame_stack(start="zeros"), "reset: the first frame fills", "repeat it k times"),
+    ("frame_stack", frame_stack(axis=-1), "reset: the first frame fills", "a new first axis"),
+    ("frame_stack", frame_stack(newest="first"), "the newest frame last", "the oldest first"),
+    ("frame_stack", frame_stack(refill=False), "a reset after steps", "fills all k places again"),
+    ("frame_stack", frame_stack(k=4), "k = 2", "the k the wrapper was made with"),
     ("kl_beta", kl_beta(low=1.0, high=1.0), "a little above the target", "a band around the target"),
     ("kl_beta", kl_beta(swapped=True), "far below the target", "beta <- beta / 2"),
 ]
@@ -120,7 +230,9 @@ def test_a_typical_wrong_answer_fails_the_case_built_for_it(name, fn, case, hint
 def test_each_exercise_catches_at_least_two_wrong_answers_and_the_traps_are_explained():
     for name, exercise in exercises.EXERCISES.items():
         assert sum(w[0] == name for w in WRONG) >= 2, name
-        assert len(exercise.traps) >= 3 and f"def {exercise.shown().__name__}(" in exercises.solution(name)
+        shown = exercise.shown()
+        keyword = "class" if isinstance(shown, type) else "def"
+        assert len(exercise.traps) >= 3 and f"{keyword} {shown.__name__}(" in exercises.solution(name)
 
 
 # --- the command ----------------------------------------------------------------------------------------------------
@@ -138,12 +250,80 @@ def test_the_list_a_stub_and_bad_input():
     assert stub.returncode == 1 and stub.stdout.strip().splitlines() == [
         "exercises/gae.py: compute_gae is not written yet: write its body, then run this again"]
     assert "Traceback" not in stub.stderr + stub.stdout
-    for bad in (["check", "nothing"], ["check"], ["train", "gae"]):
+    for bad in (["check", "nothing"], ["check"], ["train", "gae"], ["check", "gae", "--lesson"],
+                ["train", "frame_stack", "--lesson"]):
         refused = run(*bad)
         assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, bad
         assert "Traceback" not in refused.stderr
+    assert "compute_gae is not written yet: nothing to train" in run("train", "gae").stderr
+    assert "no train for frame_stack: its lesson, Breakout, learns in hours" in run("train", "frame_stack").stderr
 
 
 def test_solution_shows_the_lessons_function_and_the_traps():
     shown = run("solution", "gae")
     assert shown.returncode == 0 and "def compute_gae(" in shown.stdout and "The traps:" in shown.stdout
+
+
+# --- train ----------------------------------------------------------------------------------------------------------
+
+def test_a_curves_score_by_hand():
+    """20 bins of 10 steps over 200: episodes end in bins 0, 6 and 16; an empty bin holds the one before it."""
+    episodes = [(0, 10.0), (60, 20.0), (160, 30.0), (165, 50.0)]
+    assert train.curve_score(episodes, 200) == pytest.approx((6 * 10 + 10 * 20 + 4 * 40) / 20)
+    assert train.curve_score([(250, 7.0)], 200) == 7.0  # past the end: the last bin
+
+
+def test_the_verdict_by_hand():
+    """The lessons: scores 100 and 120, finals 200 and 220 from 0: gain 210, margin 10.5, learning from 52.5."""
+    lessons = train.Band(scores=[100.0, 120.0], finals=[200.0, 220.0], start=0.0, total_steps=1000)
+    assert train.verdict(95.0, 210.0, lessons).startswith("within the lesson's band: your curve's score 95.0, "
+                                                          "the lesson's 100.0 to 120.0 over its 2 seeds")
+    assert train.verdict(130.0, 230.0, lessons).startswith("within")
+    assert train.verdict(89.0, 210.0, lessons).startswith("slower than the lesson")
+    assert train.verdict(89.0, 52.0, lessons).startswith("not learning")
+    assert train.verdict(100.0, 52.0, lessons).startswith("not learning")  # a good start is not a learned end
+
+
+@pytest.mark.parametrize("name", list(train.TRAININGS))
+def test_each_band_is_the_records_runs(name):
+    """Every exercise trains a recipe with a committed record: its seeds' curves, from a start below their end."""
+    lessons = train.band(train.TRAININGS[name].record)
+    assert len(lessons.scores) == len(lessons.finals) >= 3
+    assert lessons.gain > 0 and min(lessons.scores) > lessons.start
+    assert set(train.TRAININGS) | set(train.UNTRAINED) == set(exercises.EXERCISES)
+
+
+def test_train_swaps_the_function_in_and_puts_the_lesson_back(tmp_path, monkeypatch):
+    """A tiny CartPole run with the learner's compute_gae: the lesson calls it at every update, logs as usual, and
+    has its own function back afterwards; the report places the run in a band."""
+    import ppo_cartpole
+
+    monkeypatch.chdir(tmp_path)
+    calls, own = [], ppo_cartpole.compute_gae
+
+    def learners_gae(*args):
+        calls.append(1)
+        return own(*args)
+
+    lessons = train.Band(scores=[1e9, 1e9], finals=[2e9, 2e9], start=0.0, total_steps=2048)
+    report = train.train("gae", learners_gae, ("--total-timesteps", "2048", "--num-steps", "512"), lessons)
+    assert len(calls) == 4 and ppo_cartpole.compute_gae is own
+    assert report[0].startswith("your run: runs/CartPole-v1__exercise-gae-") and "not learning" in report[2]
+    import ppo_pendulum_continuous
+
+    own_method = ppo_pendulum_continuous.Agent.get_action_and_value
+    report = train.train("gaussian", lambda mean, log_std, action: (_ for _ in ()).throw(ValueError("mine")),
+                         ("--total-timesteps", "2048"), lessons)
+    assert report == ["ppo_pendulum_continuous.py stopped: your function raised ValueError: mine"]
+    assert ppo_pendulum_continuous.Agent.get_action_and_value is own_method
+
+
+def test_the_exercises_readme_lists_every_exercise_after_its_lesson():
+    """exercises/README.md's table: every exercise, in the list's order, with its lesson and whether it trains."""
+    rows = [line.split(" | ") for line in (ROOT / "exercises" / "README.md").read_text().splitlines()
+            if line.startswith("| `")]
+    assert [row[0].strip("| `") for row in rows] == list(exercises.EXERCISES)
+    for row in rows:
+        name = row[0].strip("| `")
+        assert row[2] == f"`{exercises.EXERCISES[name].lesson}`"
+        assert row[3].startswith("no:") == (name in train.UNTRAINED), row

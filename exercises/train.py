@@ -1,0 +1,176 @@
+"""`python -m exercises train NAME`: train the lesson that uses an exercise's function with yours swapped in.
+
+The swap is the one the ablation studies make (benchmarks/patches.py): the lesson's module attribute replaced in
+this process before its main() runs, so the run has the lesson's usual progress bar and TensorBoard logs. It runs
+the recipe of a committed benchmark, seed 1, and ends by placing your learning curve against that benchmark's runs
+(benchmarks/results/...: one curve per seed, the same recipe, the lesson's own function):
+
+- a curve's score is the mean of its 20 bins' mean returns (the area under the curve per step: early learning
+  counts as much as the end), and its final return the mean of its last 20 training episodes;
+- within the band: your score is at least the lowest seed's, less 5% of the lessons' gain (their mean final return
+  less where they started, the mean of their first 20 episodes), a margin for another processor's rounding;
+- not learning: your final return made less than a quarter of that gain;
+- slower: anything between.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from benchmarks.core import launch
+from benchmarks.core.records import curves_path, load_points, read_rows
+from benchmarks.core.runs import read_scalars
+
+RESULTS = launch.ROOT / "benchmarks" / "results"
+BINS = 20  # a curve's bins over the run's steps
+WINDOW = 20  # episodes in the final return (and the start)
+MARGIN = 0.05  # of the lessons' gain, below their lowest score, still within the band
+LEARNING = 0.25  # of the lessons' gain, the least a final return must make to be learning at all
+
+
+@dataclass(frozen=True)
+class Training:
+    lesson: str  # the lesson that trains with the exercise's function
+    flags: tuple[str, ...]  # its flags beyond the defaults: the committed runs' own
+    record: str  # the benchmark of that recipe, benchmarks/results/<record>.csv, and its -curves.csv
+    wait: str  # how long it takes on 2 CPU cores: the record's wall time
+
+
+CARTPOLE = Training("ppo_cartpole.py", (), "ppo_cartpole", "about 20 seconds")
+PENDULUM_CLIP = Training("ppo_pendulum_continuous.py", ("--objective", "clip", "--clip-vloss"),
+                         "ppo_pendulum_continuous-clip", "about 40 seconds")
+TRAININGS = {
+    "gae": CARTPOLE,
+    "clip": CARTPOLE,
+    # The lesson's 1,000,000 steps take over two minutes: its first 500,000, a recipe of its own (the learning
+    # rate anneals to 0 over them), benchmarked apart (benchmarks/README.md, "The exercises' bands").
+    "value_clip": Training("ppo_lunarlander_vec.py", ("--total-timesteps", "500000"),
+                           "exercises/ppo_lunarlander_vec-500k", "about 70 seconds"),
+    "rollout": Training("ppo_lunarlander_vec.py", ("--total-timesteps", "500000"),
+                        "exercises/ppo_lunarlander_vec-500k", "about 70 seconds"),
+    "gaussian": PENDULUM_CLIP,
+    "kl_beta": Training("ppo_pendulum_continuous.py", ("--objective", "kl", "--clip-vloss"),
+                        "ppo_pendulum_continuous-kl", "about 40 seconds"),
+}
+ATTRIBUTES = {"gae": "compute_gae", "clip": "clipped_surrogate_loss", "value_clip": "clipped_value_loss",
+              "rollout": "collect_rollout", "kl_beta": "adapt_kl_beta"}
+# The wrappers' lesson learns in hours: its shortest committed run, 500,000 steps on 2 CPU cores, took 14 minutes
+# to a return of 13.5 (benchmarks/results/ppo_breakout_atari-bf16.csv). Their check's last case runs them against
+# the lesson's on random frames instead.
+UNTRAINED = {name: "its lesson, Breakout, learns in hours, not minutes: its shortest committed run (500,000 steps "
+             "on 2 CPU cores) took 14 minutes; the check's last case runs your wrapper against the lesson's"
+             for name in ("max_and_skip", "frame_stack")}
+
+
+def swap(name: str, lesson, fn: Callable) -> None:
+    """The lesson's own function replaced by `fn`; for the Gaussian, the lesson's Agent computing its
+    log-probability and entropy with it."""
+    if name != "gaussian":
+        setattr(lesson, ATTRIBUTES[name], fn)
+        return
+
+    def get_action_and_value(self, x: torch.Tensor, action=None, greedy: bool = False):
+        mean, logstd = self.get_distribution(x)
+        if action is None:
+            action = mean if greedy else mean + logstd.exp() * torch.randn_like(mean)
+        log_prob, entropy = fn(mean, logstd, action)
+        return action, log_prob, entropy, self.get_value(x)
+
+    lesson.Agent.get_action_and_value = get_action_and_value
+
+
+def curve_score(episodes: list[tuple[int, float]], total_steps: int) -> float:
+    """The mean of a curve's BINS bins' mean returns: (step, return) of each episode, in order, binned by the step
+    it ended at over [0, total_steps]; a bin no episode ended in holds the bin before it (the first, the first
+    episode's return)."""
+    sums, counts = [0.0] * BINS, [0] * BINS
+    for step, value in episodes:
+        k = min(BINS - 1, max(0, step * BINS // max(total_steps, 1)))
+        sums[k] += value
+        counts[k] += 1
+    means, last = [], episodes[0][1]
+    for k in range(BINS):
+        last = sums[k] / counts[k] if counts[k] else last
+        means.append(last)
+    return statistics.fmean(means)
+
+
+@dataclass(frozen=True)
+class Band:
+    scores: list[float]  # each committed seed's curve score
+    finals: list[float]  # each one's final return
+    start: float  # the mean of their first WINDOW episodes
+    total_steps: int
+
+    @property
+    def gain(self) -> float:
+        return statistics.fmean(self.finals) - self.start
+
+
+def band(record: str) -> Band:
+    """The committed runs of a recipe: benchmarks/results/<record>.csv's rows and their curves."""
+    csv = RESULTS / f"{record}.csv"
+    rows = read_rows(csv)
+    points = [p for p in load_points(curves_path(csv)) if p["kind"] == "training"]
+    total_steps = int(rows[0]["total_steps"])
+    scores, finals, firsts = [], [], []
+    for seed in sorted({p["seed"] for p in points}, key=int):
+        episodes = [(p["env_steps"], p["value"]) for p in points if p["seed"] == seed]
+        scores.append(curve_score(episodes, total_steps))
+        finals.append(statistics.fmean(v for _, v in episodes[-WINDOW:]))
+        firsts += [v for _, v in episodes[:WINDOW]]
+    return Band(scores, finals, statistics.fmean(firsts), total_steps)
+
+
+def verdict(score: float, final: float, lessons: Band) -> str:
+    """Where a curve (its score and final return) lies against the lessons' band: within it, slower, or not
+    learning, with the numbers that decided."""
+    low, high = min(lessons.scores), max(lessons.scores)
+    said = (f"your curve's score {score:.1f}, the lesson's {low:.1f} to {high:.1f} over its {len(lessons.scores)} "
+            f"seeds; your final return {final:.1f}, theirs {min(lessons.finals):.1f} to {max(lessons.finals):.1f}, "
+            f"from {lessons.start:.1f} at the start")
+    if final < lessons.start + LEARNING * lessons.gain:
+        return (f"not learning: {said}. Your function passes its cases, so look at what differs on real data: "
+                "shapes (a [T] where the lesson has [T, envs]), dtypes, a tensor detached or not")
+    if score >= low - MARGIN * abs(lessons.gain):
+        return f"within the lesson's band: {said}"
+    return f"slower than the lesson: {said}"
+
+
+def train(name: str, fn: Callable | None, more: tuple[str, ...] = (), lessons: Band | None = None) -> list[str]:
+    """Train the exercise's lesson with `fn` swapped in (None: the lesson's own function), seed 1; the report's
+    lines. `more`: flags after the recipe's (a test's tiny run); `lessons`: the band to place it in (the
+    record's by default)."""
+    training = TRAININGS[name]
+    lesson = launch.import_lesson(training.lesson)
+    own = getattr(lesson, ATTRIBUTES.get(name, "Agent"))
+    saved = lesson.Agent.get_action_and_value
+    try:
+        if fn is not None:
+            swap(name, lesson, fn)
+        exp_name = f"exercise-{name}-{time.time_ns()}"
+        code = launch.run_main(lesson, [*training.flags, "--seed", "1", "--exp-name", exp_name, *more])
+    except Exception as error:  # the learner's function raised on real data: one line, not a traceback
+        return [f"{training.lesson} stopped: your function raised {type(error).__name__}: {error}"]
+    finally:  # the lesson as it was, for whatever runs next in this process
+        setattr(lesson, ATTRIBUTES.get(name, "Agent"), own)
+        lesson.Agent.get_action_and_value = saved
+    if code != 0:
+        return [f"{training.lesson} stopped with exit code {code}"]
+    (run_dir,) = Path("runs").glob(f"*__{exp_name}__1__*")
+    events = read_scalars(run_dir)[0].get("charts/episodic_return", [])
+    if not events:
+        return [f"{run_dir}: no episode ended, nothing to compare"]
+    episodes = [(event.step, event.value) for event in events]
+    lessons = lessons or band(training.record)
+    score = curve_score(episodes, lessons.total_steps)
+    final = statistics.fmean(v for _, v in episodes[-WINDOW:])
+    return [f"your run: {run_dir} (its curves: tensorboard --logdir {run_dir})",
+            f"the lesson's runs: benchmarks/results/{training.record}.csv",
+            verdict(score, final, lessons)]
