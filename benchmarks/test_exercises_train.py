@@ -1,16 +1,19 @@
-"""The exercises' training check: `python -m exercises train NAME --lesson` (the lesson's own function swapped in
-for itself) lands in the band `train` places a learner's run in, for every exercise that trains; and a sign error
-in the clip, which `check clip` rejects, is placed as not learning.
+"""The exercises' training checks, which train for minutes (tests/test_exercises.py checks the same code's plumbing
+on tiny runs, in seconds):
 
-    python -m pytest benchmarks/test_exercises_train.py      # 5 minutes on 2 cores
+- `python -m exercises train NAME --lesson` (the lesson's own function swapped in for itself) lands in the band
+  `train` places a learner's run in, for every exercise that trains; a sign error in the clip, which
+  `check clip` rejects, is placed as not learning;
+- each silent bug (`python -m exercises bug N`) moves the diagnostic its answer names out of the healthy runs'
+  range, in the run the learner makes (seed 1, its lesson's recipe).
 
-Here, not in tests/, because it trains for minutes (tests/test_exercises.py checks train's plumbing on a tiny run).
+    python -m pytest benchmarks/test_exercises_train.py      # about 12 minutes on 2 cores
 """
 
 import pytest
 import torch
 
-from exercises import train
+from exercises import bugs, train
 
 
 @pytest.mark.parametrize("name", list(train.TRAININGS))
@@ -28,3 +31,12 @@ def test_a_sign_error_in_the_clip_is_not_learning(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     report = train.train("clip", ascending)
     assert report[-1].startswith("not learning"), report
+
+
+@pytest.mark.parametrize("number", range(1, len(bugs.BUGS) + 1))
+def test_each_bug_shows_in_its_diagnostic(number, tmp_path, monkeypatch):
+    bug = bugs.BUGS[number - 1]
+    monkeypatch.chdir(tmp_path)
+    found = bugs.medians(bugs.train(number))[bug.tag]
+    normal = bugs.healthy_medians(bug.recipe)[bug.tag]
+    assert not min(normal) <= found <= max(normal), (bug.tag, found, normal)

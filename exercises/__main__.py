@@ -5,6 +5,9 @@
     python -m exercises train NAME       # train the lesson with your function; where its curve lies
     python -m exercises train NAME --lesson   # the same with the lesson's own function
     python -m exercises solution NAME    # the lesson's own function, and each trap explained
+    python -m exercises bug              # silent bugs to hunt: a lesson that trains with a mistake planted
+    python -m exercises bug N            # train bug N; its diagnostics beside a healthy run's
+    python -m exercises bug N --answer   # the planted edit, what it does, and what gave it away
 """
 
 from __future__ import annotations
@@ -23,10 +26,15 @@ class Parser(argparse.ArgumentParser):
 
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="python -m exercises", description=__doc__.splitlines()[0])
-    parser.add_argument("command", nargs="?", choices=["check", "train", "solution"])
-    parser.add_argument("name", nargs="?", help=f"one of: {', '.join(EXERCISES)}")
+    parser.add_argument("command", nargs="?", choices=["check", "train", "solution", "bug"])
+    parser.add_argument("name", nargs="?", help=f"one of: {', '.join(EXERCISES)} (bug: a bug's number)")
     parser.add_argument("--lesson", action="store_true", help="train: with the lesson's own function, not yours")
+    parser.add_argument("--answer", action="store_true", help="bug N: show what the bug is")
     args = parser.parse_args(argv)
+    if args.answer and args.command != "bug":
+        parser.error("--answer goes with bug N only")
+    if args.command == "bug":
+        return bug_command(args.name, args.answer, parser)
     if args.command is None:
         states = {name: status(name) for name in EXERCISES}
         following = next((name for name, state in states.items() if state != "done"), None)
@@ -69,11 +77,40 @@ def train_command(name: str, lesson: bool, parser: Parser) -> int:
                               *report[-3:], ""]))
         fn = EXERCISES[name].learner()
     training = TRAININGS[name]
-    print(f"{training.lesson} {' '.join(training.flags)} --seed 1 with "
+    print(f"{' '.join([training.lesson, *training.flags])} --seed 1 with "
           f"{'its own function' if lesson else f'exercises/{name}.py'} ({training.wait} on 2 CPU cores)")
     lines = train(name, fn)
     print("\n".join(lines))
     return 1 if " stopped" in lines[0] else 0
+
+
+def bug_command(number: str | None, answer: bool, parser: Parser) -> int:
+    """The list of bugs, a bug's training run, or its answer."""
+    from exercises import bugs
+
+    if number is None:
+        if answer:
+            parser.error("--answer needs the bug's number: python -m exercises bug N --answer")
+        for n, bug in enumerate(bugs.BUGS, start=1):
+            print(f"bug {n}: {bugs.command(bug.recipe)} ({bug.recipe.wait} on 2 CPU cores)")
+        print("\nEach trains its lesson with one mistake planted: it raises no error. Train one, read its logs as you "
+              "would your own run's, and find the mistake:\n\npython -m exercises bug 1")
+        return 0
+    if not number.isdigit() or not 1 <= int(number) <= len(bugs.BUGS):
+        parser.error(f"bug needs a bug's number, 1 to {len(bugs.BUGS)} (got {number!r})")
+    n = int(number)
+    bug = bugs.BUGS[n - 1]
+    if answer:
+        print("\n".join(bugs.answer(n)))
+        return 0
+    print(f"{bugs.command(bug.recipe, '--seed', '1')}, with bug {n} planted ({bug.recipe.wait})")
+    run_dir = bugs.train(n)
+    print("\n".join([f"your run: {run_dir}", "", *bugs.comparison(run_dir, bug.recipe), "",
+                     "Its curves: tensorboard --logdir runs (a healthy run beside it: "
+                     f"{bugs.command(bug.recipe, '--seed', '1', '--exp-name', 'healthy')}). What each diagnostic "
+                     "means, and its healthy range: benchmarks/README.md, \"What a healthy run looks like\".",
+                     f"When you think you know: python -m exercises bug {n} --answer"]))
+    return 0
 
 
 if __name__ == "__main__":

@@ -13,8 +13,10 @@ import pytest
 import torch
 
 import exercises
-from exercises import train
+from benchmarks.core import launch
+from benchmarks.core.runs import read_scalars
 from conftest import ROOT
+from exercises import bugs, train
 
 
 @pytest.mark.parametrize("name", list(exercises.EXERCISES))
@@ -327,3 +329,79 @@ def test_the_exercises_readme_lists_every_exercise_after_its_lesson():
         name = row[0].strip("| `")
         assert row[2] == f"`{exercises.EXERCISES[name].lesson}`"
         assert row[3].startswith("no:") == (name in train.UNTRAINED), row
+
+
+# --- silent bugs ----------------------------------------------------------------------------------------------------
+
+NUMBERS = range(1, len(bugs.BUGS) + 1)
+TINY = {"ppo_cartpole.py": ("--total-timesteps", "1024", "--num-steps", "256"),
+        "ppo_lunarlander_vec.py": ("--total-timesteps", "512", "--num-envs", "2", "--num-steps", "128",
+                                   "--minibatch-size", "64", "--eval-episodes", "1"),
+        "ppo_pendulum_continuous.py": ("--total-timesteps", "512", "--num-envs", "2", "--num-steps", "128",
+                                       "--eval-episodes", "1")}
+
+
+@pytest.mark.parametrize("number", NUMBERS)
+def test_each_bug_is_one_edit_of_its_lesson_that_compiles(number):
+    """The bug's text is in its lesson exactly once; planted, the lesson compiles, and the answer's diff is one
+    hunk, whose lines out are the text's and whose lines in are the bug's."""
+    bug = bugs.BUGS[number - 1]
+    assert (ROOT / bug.recipe.lesson).read_text().count(bug.old) == 1
+    compile(bugs.planted_source(bug), bug.recipe.lesson, "exec")
+    diff = bugs.diff(bug).splitlines()
+    assert sum(line.startswith("@@ ") for line in diff) == 1
+    removed = "\n".join(line[1:] for line in diff if line.startswith("-") and not line.startswith("---"))
+    added = "\n".join(line[1:] for line in diff if line.startswith("+") and not line.startswith("+++"))
+    assert removed.strip() in bug.old and added.strip() and added.strip() in bug.new
+    assert bug.tag in bugs.TAGS and bug.reported.startswith("https://github.com/")
+
+
+def test_a_bug_whose_text_the_lesson_no_longer_holds_is_refused():
+    import dataclasses
+
+    moved = dataclasses.replace(bugs.BUGS[0], old="logratio = newlogprob - b_logprobs[mb]  # not there")
+    with pytest.raises(ValueError, match="not once"):
+        bugs.planted_source(moved)
+
+
+@pytest.mark.parametrize("number", [1, 4, 7])
+def test_a_planted_lesson_trains_and_the_lesson_comes_back(number, tmp_path, monkeypatch):
+    """A tiny run of a bug in each lesson: it trains and logs as the lesson does, and the lesson's module is back
+    in sys.modules afterwards. Bug 1 shows its giveaway even here: clipfrac and approx_kl 0 at every update."""
+    bug = bugs.BUGS[number - 1]
+    lesson = launch.import_lesson(bug.recipe.lesson)
+    monkeypatch.chdir(tmp_path)
+    run_dir = bugs.train(number, TINY[bug.recipe.lesson])
+    assert sys.modules[lesson.__name__] is lesson
+    found = bugs.medians(run_dir)
+    assert set(bugs.TAGS) <= set(found)
+    lines = bugs.comparison(run_dir, bug.recipe)  # what `bug N` prints after the run
+    assert len(lines) == 1 + len(bugs.TAGS) and all(tag in line for tag, line in zip(bugs.TAGS, lines[1:]))
+    assert all(line.endswith(" seeds") for line in lines[1:])
+    if number == 1:
+        scalars = read_scalars(run_dir)[0]
+        assert {e.value for tag in ("losses/clipfrac", "losses/approx_kl") for e in scalars[tag]} == {0.0}
+
+
+def test_the_bugs_command_lists_answers_and_refuses():
+    listed = run("bug")
+    assert listed.returncode == 0 and f"bug {len(bugs.BUGS)}: python ppo_" in listed.stdout
+    assert "clipfrac" not in listed.stdout  # the list gives nothing away
+    shown = run("bug", "1", "--answer")
+    assert shown.returncode == 0 and "+                logratio = newlogprob - newlogprob.detach()" in shown.stdout
+    assert "This mistake, made in public: https://github.com/" in shown.stdout
+    for bad in (["bug", "0"], ["bug", str(len(bugs.BUGS) + 1)], ["bug", "one"], ["bug", "--answer"],
+                ["check", "gae", "--answer"]):
+        refused = run(*bad)
+        assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, bad
+
+
+@pytest.mark.parametrize("number", NUMBERS)
+def test_each_bugs_recorded_run_shows_its_giveaway(number):
+    """The committed run of each bug (python -m exercises.bugs --record): the diagnostic its answer names lies
+    outside the healthy runs' range (the medians of each healthy seed's updates), and its figure is there."""
+    bug = bugs.BUGS[number - 1]
+    found = bugs.recorded(number)[bug.tag]
+    normal = bugs.healthy_medians(bug.recipe)[bug.tag]
+    assert len(normal) >= 3 and not min(normal) <= found <= max(normal), (found, normal)
+    assert (bugs.RECORD / f"bug-{number}.png").stat().st_size > 10_000
