@@ -205,6 +205,26 @@ MUTATIONS = [
              [("input.hide-prose:checked ~ .diff .prose-only", "input.hide-prose:checked ~ .nothing .prose-only")],
              ["tests/test_site_browser.py::test_the_switch_hides_prose_only_hunks_until_asked"],
              files="render/static/diff.css"),
+    Mutation("exercise-band-margin-flipped", "exercises train: the band's margin added above the lowest seed, not "
+             "taken below it", [("if score >= low - MARGIN * abs(lessons.gain):",
+                                 "if score >= low + MARGIN * abs(lessons.gain):")],
+             ["tests/test_exercises.py::test_the_verdict_by_hand"], files="exercises/train.py"),
+    Mutation("exercise-curve-gap-zero", "exercises train: a bin no episode ended in counts as a return of 0",
+             [("last = sums[k] / counts[k] if counts[k] else last",
+               "last = sums[k] / counts[k] if counts[k] else 0.0")],
+             ["tests/test_exercises.py::test_a_curves_score_by_hand"], files="exercises/train.py"),
+    Mutation("bug-planted-wherever", "exercises bug: a bug planted though its text is not in the lesson (a silent "
+             "no-op: the lesson trains unchanged)",
+             [("if source.count(bug.old) != 1:", "if source.count(bug.old) > 1:")],
+             ["tests/test_exercises.py::test_a_bug_whose_text_the_lesson_no_longer_holds_is_refused"],
+             files="exercises/bugs.py"),
+    Mutation("exercise-check-goes-on", "exercises check: a failing case reported and the next cases run on, the "
+             "report ending as if all passed", [("            return lines + [f\"case {k} of {len(CASES[name])} fails: "
+                                                 "{case.name}\", f\"  {failed}\",",
+                                                 "            lines += [f\"case {k} of {len(CASES[name])} fails: "
+                                                 "{case.name}\", f\"  {failed}\",")],
+             ["tests/test_exercises.py::test_a_typical_wrong_answer_fails_the_case_built_for_it"],
+             files="exercises/__init__.py"),
 ]
 
 

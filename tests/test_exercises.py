@@ -50,10 +50,12 @@ def gae(mask=True, bootstrap_termination=False, truncation_as_termination=False,
     return fn
 
 
-def clip(sign=-1.0, reduce=torch.min, clip_only=False, total=False, detach=False):
+def clip(sign=-1.0, reduce=torch.min, clip_only=False, total=False, detach=False, positive_only=False):
     def fn(ratio, advantages, clip_coef):
         clipped = torch.clamp(ratio, 1 - clip_coef, 1 + clip_coef) * advantages
         term = clipped if clip_only else reduce(ratio * advantages, clipped)
+        if positive_only:  # "the clip stops over-reinforcing good actions": A < 0 left unclipped
+            term = torch.where(advantages > 0, term, ratio * advantages)
         loss = sign * (term.sum() if total else term.mean())
         return loss.item() if detach else loss
     return fn
@@ -189,6 +191,7 @@ WRONG = [
     ("clip", clip(reduce=torch.max), "A > 0, r above 1 + eps", "flat there, its gradient 0"),
     ("clip", clip(clip_only=True), "a move the wrong way is never clipped away", "min keeps the unclipped"),
     ("clip", clip(total=True), "a minibatch of four", "1 / B"),
+    ("clip", clip(positive_only=True), "A < 0, r below 1 - eps", "flat, gradient 0"),
     ("clip", clip(detach=True), "A > 0, r inside", "its negative"),
     ("value_clip", value_clip(reduce=torch.min), "V moved past eps_v toward its target", "max picks the larger"),
     ("value_clip", value_clip(from_old=False), "V_clip is measured from V_old", "the change since the rollout"),
@@ -227,6 +230,27 @@ def test_a_typical_wrong_answer_fails_the_case_built_for_it(name, fn, case, hint
     assert len(failing) == 1 and case in failing[0], report
     assert report[-1].startswith("  hint: ") and hint in report[-1], report
     assert any(line.startswith("  expected") or "expected" in line for line in report), report
+
+
+# The traps the issue lists, each with the cases that hold it: at least two wrong answers must fail on each.
+LISTED_TRAPS = {
+    "an episode that ends mid-rollout": ["terminates at t = 1", "no advantage flows across an episode's end",
+                                         "an episode that terminates", "both terminated and truncated",
+                                         "both ending at t = 1", "terminates on the second frame",
+                                         "a reset after steps"],
+    "a truncation": ["truncated by a time limit", "a time limit truncates"],
+    "a negative advantage": ["A < 0"],
+    "a ratio outside the clip range": ["r above 1 + eps", "r below 1 - eps", "V moved past eps_v"],
+    "a batch of one": ["a batch of one"],
+}
+
+
+def test_each_listed_trap_rejects_at_least_two_wrong_answers():
+    """Each trap of the issue's list: two wrong answers or more fail on a case that holds it."""
+    failing = [next(line for line in exercises.check(name, fn) if " fails: " in line) for name, fn, *_ in WRONG]
+    for trap, cases in LISTED_TRAPS.items():
+        caught = [line for line in failing if any(case in line for case in cases)]
+        assert len(caught) >= 2, (trap, caught)
 
 
 def test_each_exercise_catches_at_least_two_wrong_answers_and_the_traps_are_explained():
