@@ -1,7 +1,7 @@
 """The exercises' training checks, which train for minutes (tests/test_exercises.py checks the same code's plumbing
 on tiny runs, in seconds):
 
-- `python -m exercises train NAME --lesson` (the lesson's own function swapped in for itself) lands in the band
+- `python -m exercises train NAME` with the lesson's own code swapped in for the learner's lands in the band
   `train` places a learner's run in, for every exercise that trains; a sign error in the clip, which
   `check clip` rejects, is placed as not learning;
 - each silent bug (`python -m exercises bug N`) moves the diagnostic its answer names out of the healthy runs'
@@ -13,13 +13,16 @@ on tiny runs, in seconds):
 import pytest
 import torch
 
+import exercises
 from exercises import bugs, train
 
 
 @pytest.mark.parametrize("name", list(train.TRAININGS))
 def test_the_lessons_own_function_lands_in_the_band(name, tmp_path, monkeypatch):
+    """The lesson's own code passed as the learner's function, through the same swap (or edit) a learner's goes
+    through."""
     monkeypatch.chdir(tmp_path)
-    report = train.train(name, None)
+    report = train.train(name, exercises.EXERCISES[name].reference())
     assert report[-1].startswith("within the lesson's band"), report
 
 

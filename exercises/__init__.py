@@ -11,8 +11,11 @@ are the solutions: `python -m exercises solution NAME` shows the lesson's code. 
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
+import textwrap
+import types
 from dataclasses import dataclass
 from typing import Callable
 
@@ -191,6 +194,114 @@ CLIP_CASES = [
                     (-2.2 - 2.4 + 0.8 + 1.5) / 4, [-0.5, 0.0, 0.0, 0.25])),
     Case("random minibatches against the lesson's clipped_surrogate_loss",
          "every case above at once", _clip_random),
+]
+
+
+# --- the combined loss -------------------------------------------------------------------------------------------------
+
+LOSS_NAMES = ("logratio", "ratio", "pg_loss", "v_loss", "entropy_loss", "loss")
+
+
+def loss_statements() -> list:
+    """The statements of ppo_cartpole.train that compute the minibatch's loss: its assignments to LOSS_NAMES, in
+    the order they run (ast nodes, line numbers counted from the file's first line)."""
+    import ppo_cartpole
+
+    lines, first = inspect.getsourcelines(ppo_cartpole.train)
+    tree = ast.parse(textwrap.dedent("".join(lines)))
+    ast.increment_lineno(tree, first - 1)
+    return sorted((node for node in ast.walk(tree) if isinstance(node, ast.Assign) and len(node.targets) == 1
+                   and isinstance(node.targets[0], ast.Name) and node.targets[0].id in LOSS_NAMES),
+                  key=lambda node: node.lineno)
+
+
+def _cartpole_loss(newlogprob, oldlogprob, advantages, newvalue, returns, entropy, clip_coef, vf_coef, ent_coef):
+    """The lesson's own code: ppo_cartpole.train's statements that compute `loss`, run on the given minibatch
+    (the names they read bound to the arguments)."""
+    import ppo_cartpole
+
+    space = {"newlogprob": newlogprob, "b_logprobs": oldlogprob, "mb": slice(None), "mb_advantages": advantages,
+             "newvalue": newvalue, "b_returns": returns, "entropy": entropy,
+             "args": types.SimpleNamespace(clip_coef=clip_coef, vf_coef=vf_coef, ent_coef=ent_coef),
+             "clipped_surrogate_loss": ppo_cartpole.clipped_surrogate_loss}
+    for statement in loss_statements():
+        exec(compile(ast.Module([statement], type_ignores=[]), "ppo_cartpole.py", "exec"), space)
+    return space["loss"]
+
+
+def _cartpole_loss_source() -> tuple[str, str]:
+    """(where, the source) of the statements _cartpole_loss runs, for `solution`."""
+    import ppo_cartpole
+
+    lines = inspect.getsource(ppo_cartpole).splitlines()
+    statements = loss_statements()
+    numbers = [n for s in statements for n in range(s.lineno, s.end_lineno + 1)]
+    return (f"train(), the lines that compute the loss ({', '.join(map(str, numbers))})",
+            "\n".join(textwrap.dedent("\n".join(lines[n - 1] for n in numbers)).splitlines()) + "\n")
+
+
+def _loss_case(new, old, advantages, value, targets, entropy, expected, slopes=None, coefs=(0.2, 0.5, 0.01)):
+    """Check -L^{CLIP+VF+S}'s value, and with `slopes` its gradient in (newlogprob, newvalue, entropy)."""
+    def run(fn):
+        tensors = [torch.tensor(x, dtype=torch.float64, requires_grad=True) for x in (new, value, entropy)]
+        loss = fn(tensors[0], torch.tensor(old, dtype=torch.float64), torch.tensor(advantages, dtype=torch.float64),
+                  tensors[1], torch.tensor(targets, dtype=torch.float64), tensors[2], *coefs)
+        if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
+            raise Failed(f"expected a torch scalar (the mean over the samples), got {type(loss).__name__} "
+                         f"{tuple(loss.shape) if isinstance(loss, torch.Tensor) else ''}")
+        close(loss, expected, "the loss: ")
+        if slopes is not None:
+            if not loss.requires_grad:
+                raise Failed("the loss carries no gradient: compute it with torch operations on the inputs")
+            loss.backward()
+            for tensor, slope, what in zip(tensors, slopes, ("log pi(a_t|s_t)", "V(s_t)", "the entropy")):
+                if slope is not None:  # (None: a gradient this case does not test)
+                    close(tensor.grad, slope, f"its gradient in {what}: ")
+    return run
+
+
+def _loss_random(fn):
+    reference = EXERCISES["loss"].reference()
+    rng = np.random.default_rng(5)
+    for k in range(30):
+        size = int(rng.integers(1, 40))
+        old = rng.normal(-1, 0.3, size)
+        args = [old + rng.normal(0, 0.2, size), old, rng.normal(size=size), rng.normal(size=size),
+                rng.normal(size=size), rng.uniform(0, 0.7, size)]
+        coefs = (float(rng.uniform(0.1, 0.3)), float(rng.uniform(0.25, 1)), float(rng.uniform(0, 0.05)))
+        mine = [torch.tensor(x, requires_grad=True) for x in args]
+        theirs = [torch.tensor(x, requires_grad=True) for x in args]
+        got, expected = fn(*mine, *coefs), reference(*theirs, *coefs)
+        where = f"random minibatch {k + 1} of 30 (B = {size}): "
+        close(got, expected.item(), f"{where}the loss: ")
+        got.backward()
+        expected.backward()
+        for n, what in ((0, "log pi(a_t|s_t)"), (3, "V(s_t)"), (5, "the entropy")):
+            close(mine[n].grad, theirs[n].grad.numpy(), f"{where}the gradient in {what}: ")
+
+
+E = float(np.exp(0.5))
+LOSS_CASES = [
+    Case("pi = pi_old (r = 1), A = 2, a batch of one; V = V^targ, no entropy",
+         "the policy term is -L^CLIP: with r = 1 and nothing else, the loss is -A",
+         _loss_case([-1.0], [-1.0], [2.0], [3.0], [3.0], [0.0], -2.0)),
+    Case("log pi - log pi_old = 0.1: the ratio is exp(0.1), inside the clip range",
+         "the rollout stored log-probabilities: r_t = exp(log pi - log pi_old), not their quotient",
+         _loss_case([-0.9], [-1.0], [1.0], [0.0], [0.0], [0.0], -float(np.exp(0.1)))),
+    Case("the value term: V = 1, V^targ = 3, c1 = 0.5, A = 0",
+         "L^VF = (V - V^targ)^2, halved, weighed by c1 and added to the loss: minimizing it pulls V to V^targ",
+         _loss_case([-1.0], [-1.0], [0.0], [1.0], [3.0], [0.0], 0.5 * 0.5 * 4, slopes=[[0.0], [0.5 * -2.0], None])),
+    Case("the entropy bonus: S = 0.7, c2 = 0.01, A = 0, V = V^targ",
+         "S is a bonus, maximized: the loss subtracts c2 S, so minimizing the loss raises the entropy",
+         _loss_case([-1.0], [-1.0], [0.0], [2.0], [2.0], [0.7], -0.007, slopes=[[0.0], [0.0], [-0.01]])),
+    Case("log pi - log pi_old = 0.5, A = 1: the ratio exp(0.5) = 1.65 is clipped to 1.2",
+         "the policy term is the clipped surrogate, not r A alone: past 1 + eps it is flat",
+         _loss_case([-0.5], [-1.0], [1.0], [0.0], [0.0], [0.0], -1.2, slopes=[[0.0], [0.0], None])),
+    Case("a minibatch of two: every term the mean over the samples",
+         "each of the three terms is a mean over the minibatch, so each sample's gradient carries 1 / B",
+         _loss_case([-1.0, -1.0], [-1.0, -1.0], [2.0, -2.0], [1.0, 0.0], [3.0, 0.0], [0.5, 0.3],
+                    0.0 + 0.5 * 0.5 * 4 / 2 - 0.01 * 0.4, slopes=[[-1.0, 1.0], [-0.5, 0.0], [-0.005, -0.005]])),
+    Case("random minibatches against the lesson's own lines", "every case above at once", _loss_random),
 ]
 
 
@@ -404,7 +515,9 @@ def _pendulum_gaussian(mean, log_std, action):
     import ppo_pendulum_continuous
 
     stand_in = types.SimpleNamespace(get_distribution=lambda x: (mean, log_std), get_value=lambda x: None)
-    _, log_prob, entropy, _ = ppo_pendulum_continuous.Agent.get_action_and_value(stand_in, None, action)
+    method = ppo_pendulum_continuous.Agent.get_action_and_value
+    method = getattr(method, "lessons", method)  # the lesson's own where train swapped a learner's in
+    _, log_prob, entropy, _ = method(stand_in, None, action)
     return log_prob, entropy
 
 
@@ -659,6 +772,16 @@ EXERCISES = {e.name: e for e in [
         "The min keeps the unclipped term where it is smaller: a move the wrong way (A < 0 and r above 1 + eps) is "
         "never clipped away, and its gradient pulls r back. Clipping r alone, without the min, loses that.",
         "The function returns the loss to minimize, -L^CLIP, the mean over the samples.")),
+    Exercise("loss", "ppo_loss", "ppo_cartpole.py", "The combined loss, L^{CLIP+VF+S}: the ratio, the value loss and "
+             "the entropy bonus", (
+                 "The rollout stored log-probabilities: the ratio is exp(log pi - log pi_old), which also stays "
+                 "accurate where both probabilities are tiny; the quotient of the logs is no ratio at all.",
+                 "The objective is maximized and the loss minimized, so the signs flip: -L^CLIP and +c1 L^VF are "
+                 "costs, the entropy bonus enters as -c2 S, so that a step raises the entropy. Added, it would "
+                 "push pi toward certainty.",
+                 "The policy term is the clipped surrogate, not r A: without the clip, the update may move pi as "
+                 "far as the gradient takes it.",
+                 "Every term is a mean over the minibatch, and the value error is halved before c1 weighs it.")),
     Exercise("value_clip", "clipped_value_loss", "ppo_lunarlander_vec.py", "The clipped value loss", (
         "V_clip is V_old plus the clipped change, so the clip limits how far V moves from what the rollout recorded.",
         "max keeps the larger of the two errors: a move past eps_v toward the target earns nothing more (gradient "
@@ -708,9 +831,9 @@ EXERCISES = {e.name: e for e in [
                  "first convolution reads the k frames as its input channels.",
                  "A reset refills the stack: a new episode must not begin beside the last episode's frames.")),
 ]}
-CASES = {"gae": GAE_CASES, "clip": CLIP_CASES, "value_clip": VALUE_CASES, "rollout": ROLLOUT_CASES,
+CASES = {"gae": GAE_CASES, "clip": CLIP_CASES, "loss": LOSS_CASES, "value_clip": VALUE_CASES, "rollout": ROLLOUT_CASES,
          "gaussian": GAUSSIAN_CASES, "kl_beta": BETA_CASES, "max_and_skip": SKIP_CASES, "frame_stack": STACK_CASES}
-REFERENCES = {"gaussian": _pendulum_gaussian}  # the lesson's code, where it is not a function of that name
+REFERENCES = {"gaussian": _pendulum_gaussian, "loss": _cartpole_loss}  # the lesson's code, where it is not a function of that name
 SHOWN = {"gaussian": "ppo_pendulum_continuous:Agent.get_action_and_value"}
 
 
@@ -748,7 +871,10 @@ def status(name: str) -> str:
 def solution(name: str) -> str:
     """The lesson's own function (the lessons are the solutions) and each trap, explained."""
     exercise = EXERCISES[name]
+    traps = "\n".join(f"- {trap}" for trap in exercise.traps)
+    if name == "loss":  # the lesson computes it inline, in train(): its lines
+        where, source = _cartpole_loss_source()
+        return f"{exercise.lesson}, {where}:\n\n{source}\nThe traps:\n{traps}"
     shown = exercise.shown()
     source = inspect.getsource(shown)
-    traps = "\n".join(f"- {trap}" for trap in exercise.traps)
     return f"{exercise.lesson}'s {shown.__qualname__}:\n\n{source}\nThe traps:\n{traps}"

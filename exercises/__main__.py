@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("name", nargs="?", help=f"one of: {', '.join(EXERCISES)} (bug: a bug's number)")
     parser.add_argument("--lesson", action="store_true", help="train: with the lesson's own function, not yours")
     parser.add_argument("--answer", action="store_true", help="bug N: show what the bug is")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     if args.answer and args.command != "bug":
         parser.error("--answer goes with bug N only")
     if args.command == "bug":

@@ -158,26 +158,33 @@ def diff(bug: Bug) -> str:
                                         f"{bug.recipe.lesson} (the lesson)", f"{bug.recipe.lesson} (bug)", n=2))
 
 
-def train(number: int, more: tuple[str, ...] = (), seed: int = 1) -> Path:
-    """Train the lesson with bug `number` planted (1-based), seed 1; returns its run folder. The planted module
-    takes the lesson's name in sys.modules while it runs (its dataclasses and tyro look their types up there)
-    and the lesson is put back afterwards."""
-    bug = BUGS[number - 1]
-    stem = Path(bug.recipe.lesson).stem
-    path = launch.ROOT / bug.recipe.lesson
+def run_edited(lesson: str, source: str, argv: list[str], names: dict | None = None) -> int:
+    """Run `source`, an edited copy of `lesson`'s file, as that lesson's main() with `argv`, in this process (with
+    `names` added to its globals first); its exit code. The edited module takes the lesson's name in sys.modules
+    while it runs (its dataclasses and tyro look their types up there), and the lesson is put back afterwards."""
+    stem = Path(lesson).stem
+    path = launch.ROOT / lesson
     module = types.ModuleType(stem)
     module.__file__ = str(path)
+    module.__dict__.update(names or {})
     saved = sys.modules.get(stem)
     sys.modules[stem] = module
-    exp_name = f"bug-{number}-{time.time_ns()}"
     try:
-        exec(compile(planted_source(bug), str(path), "exec"), module.__dict__)
-        code = launch.run_main(module, [*bug.recipe.flags, "--seed", str(seed), "--exp-name", exp_name, *more])
+        exec(compile(source, str(path), "exec"), module.__dict__)
+        return launch.run_main(module, argv)
     finally:
         if saved is None:
             sys.modules.pop(stem, None)
         else:
             sys.modules[stem] = saved
+
+
+def train(number: int, more: tuple[str, ...] = (), seed: int = 1) -> Path:
+    """Train the lesson with bug `number` planted (1-based), seed 1; returns its run folder."""
+    bug = BUGS[number - 1]
+    exp_name = f"bug-{number}-{time.time_ns()}"
+    code = run_edited(bug.recipe.lesson, planted_source(bug),
+                      [*bug.recipe.flags, "--seed", str(seed), "--exp-name", exp_name, *more])
     if code != 0:
         raise RuntimeError(f"{bug.recipe.lesson} with bug {number} stopped with exit code {code}")
     (run_dir,) = Path("runs").glob(f"*__{exp_name}__{seed}__*")

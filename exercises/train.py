@@ -48,6 +48,7 @@ PENDULUM_CLIP = Training("ppo_pendulum_continuous.py", ("--objective", "clip", "
 TRAININGS = {
     "gae": CARTPOLE,
     "clip": CARTPOLE,
+    "loss": CARTPOLE,
     # The lesson's 1,000,000 steps take over two minutes: its first 500,000, a recipe of its own (the learning
     # rate anneals to 0 over them), benchmarked apart (benchmarks/README.md, "The exercises' bands").
     "value_clip": Training("ppo_lunarlander_vec.py", ("--total-timesteps", "500000"),
@@ -68,6 +69,23 @@ UNTRAINED = {name: "its lesson, Breakout, learns in hours, not minutes: its shor
              for name in ("max_and_skip", "frame_stack")}
 
 
+# The loss is computed inline, in the lesson's train(): its line is edited to call the learner's function
+# (exercises.bugs.run_edited runs the edited lesson, as it runs a silent bug).
+EDITS = {"loss": ("loss = pg_loss + args.vf_coef * v_loss - args.ent_coef * entropy_loss",
+                  "loss = learners_ppo_loss(newlogprob, b_logprobs[mb], mb_advantages, newvalue, b_returns[mb], "
+                  "entropy, args.clip_coef, args.vf_coef, args.ent_coef)")}
+
+
+def edited_source(name: str) -> str:
+    """The lesson's source with EDITS[name] made; ValueError where its text is not there exactly once."""
+    old, new = EDITS[name]
+    lesson = TRAININGS[name].lesson
+    source = (launch.ROOT / lesson).read_text()
+    if source.count(old) != 1:
+        raise ValueError(f"{lesson} holds {old!r} {source.count(old)} times, not once")
+    return source.replace(old, new)
+
+
 def swap(name: str, lesson, fn: Callable) -> None:
     """The lesson's own function replaced by `fn`; for the Gaussian, the lesson's Agent computing its
     log-probability and entropy with it."""
@@ -82,6 +100,7 @@ def swap(name: str, lesson, fn: Callable) -> None:
         log_prob, entropy = fn(mean, logstd, action)
         return action, log_prob, entropy, self.get_value(x)
 
+    get_action_and_value.lessons = lesson.Agent.get_action_and_value  # (the lesson's own, for the reference)
     lesson.Agent.get_action_and_value = get_action_and_value
 
 
@@ -132,8 +151,8 @@ def verdict(score: float, final: float, lessons: Band) -> str:
     """Where a curve (its score and final return) lies against the lessons' band: within it, slower, or not
     learning, with the numbers that decided."""
     low, high = min(lessons.scores), max(lessons.scores)
-    said = (f"your curve's score {score:.1f}, the lesson's {low:.1f} to {high:.1f} over its {len(lessons.scores)} "
-            f"seeds; your final return {final:.1f}, theirs {min(lessons.finals):.1f} to {max(lessons.finals):.1f}, "
+    said = (f"your curve's score {score:.1f}, the lesson's {low:.1f} to {high:.1f} (mean "
+            f"{statistics.fmean(lessons.scores):.1f}) over its {len(lessons.scores)} seeds; your final return {final:.1f}, theirs {min(lessons.finals):.1f} to {max(lessons.finals):.1f}, "
             f"from {lessons.start:.1f} at the start")
     if final < lessons.start + LEARNING * lessons.gain:
         return (f"not learning: {said}. Your function passes its cases, so look at what differs on real data: "
@@ -151,11 +170,19 @@ def train(name: str, fn: Callable | None, more: tuple[str, ...] = (), lessons: B
     lesson = launch.import_lesson(training.lesson)
     own = getattr(lesson, ATTRIBUTES.get(name, "Agent"))
     saved = lesson.Agent.get_action_and_value
+    exp_name = f"exercise-{name}-{time.time_ns()}"
+    argv = [*training.flags, "--seed", "1", "--exp-name", exp_name, *more]
+    if fn is not None and name in EDITS:
+        edited = edited_source(name)
     try:
-        if fn is not None:
-            swap(name, lesson, fn)
-        exp_name = f"exercise-{name}-{time.time_ns()}"
-        code = launch.run_main(lesson, [*training.flags, "--seed", "1", "--exp-name", exp_name, *more])
+        if fn is not None and name in EDITS:
+            from exercises.bugs import run_edited
+
+            code = run_edited(training.lesson, edited, argv, {"learners_ppo_loss": fn})
+        else:
+            if fn is not None:
+                swap(name, lesson, fn)
+            code = launch.run_main(lesson, argv)
     except Exception as error:  # the learner's function raised on real data: one line, not a traceback
         return [f"{training.lesson} stopped: your function raised {type(error).__name__}: {error}"]
     finally:  # the lesson as it was, for whatever runs next in this process

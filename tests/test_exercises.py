@@ -61,6 +61,20 @@ def clip(sign=-1.0, reduce=torch.min, clip_only=False, total=False, detach=False
     return fn
 
 
+def loss(quotient=False, entropy_sign=-1.0, half=0.5, value_sign=1.0, clipped=True, total=False, pg_sign=-1.0):
+    """ppo_loss with one typical mistake: the ratio as a quotient of the logs, the entropy added, the value error not
+    halved, the value term's sign, no clip, sums for means, -L^CLIP's sign."""
+    def fn(newlogprob, oldlogprob, advantages, newvalue, returns, entropy, clip_coef, vf_coef, ent_coef):
+        ratio = newlogprob / oldlogprob if quotient else (newlogprob - oldlogprob).exp()
+        term = ratio * advantages
+        if clipped:
+            term = torch.min(term, torch.clamp(ratio, 1 - clip_coef, 1 + clip_coef) * advantages)
+        mean = torch.sum if total else torch.mean
+        return (pg_sign * mean(term) + value_sign * vf_coef * half * mean((newvalue - returns) ** 2)
+                + entropy_sign * ent_coef * mean(entropy))
+    return fn
+
+
 def value_clip(reduce=torch.max, from_old=True, half=0.5, total=False):
     def fn(newvalue, oldvalue, returns, eps):
         change = torch.clamp(newvalue - oldvalue, -eps, eps)
@@ -193,6 +207,13 @@ WRONG = [
     ("clip", clip(total=True), "a minibatch of four", "1 / B"),
     ("clip", clip(positive_only=True), "A < 0, r below 1 - eps", "flat, gradient 0"),
     ("clip", clip(detach=True), "A > 0, r inside", "its negative"),
+    ("loss", loss(quotient=True), "the ratio is exp(0.1)", "not their quotient"),
+    ("loss", loss(entropy_sign=1.0), "the entropy bonus", "minimizing the loss raises the entropy"),
+    ("loss", loss(half=1.0), "the value term", "halved"),
+    ("loss", loss(value_sign=-1.0), "the value term", "pulls V to V^targ"),
+    ("loss", loss(clipped=False), "is clipped to 1.2", "not r A alone"),
+    ("loss", loss(total=True), "a minibatch of two", "1 / B"),
+    ("loss", loss(pg_sign=1.0), "pi = pi_old (r = 1)", "-L^CLIP"),
     ("value_clip", value_clip(reduce=torch.min), "V moved past eps_v toward its target", "max picks the larger"),
     ("value_clip", value_clip(from_old=False), "V_clip is measured from V_old", "the change since the rollout"),
     ("value_clip", value_clip(half=1.0), "the plain squared error, halved", "0.5 (V - V^targ)^2"),
@@ -256,9 +277,13 @@ def test_each_listed_trap_rejects_at_least_two_wrong_answers():
 def test_each_exercise_catches_at_least_two_wrong_answers_and_the_traps_are_explained():
     for name, exercise in exercises.EXERCISES.items():
         assert sum(w[0] == name for w in WRONG) >= 2, name
+        assert len(exercise.traps) >= 3
+        if name == "loss":  # the lesson's lines in train(), which the reference runs
+            assert all(f"\n{n} = " in exercises.solution(name) for n in exercises.LOSS_NAMES), name
+            continue
         shown = exercise.shown()
         keyword = "class" if isinstance(shown, type) else "def"
-        assert len(exercise.traps) >= 3 and f"{keyword} {shown.__name__}(" in exercises.solution(name)
+        assert f"{keyword} {shown.__name__}(" in exercises.solution(name)
 
 
 # --- the command ----------------------------------------------------------------------------------------------------
@@ -303,7 +328,7 @@ def test_the_verdict_by_hand():
     """The lessons: scores 100 and 120, finals 200 and 220 from 0: gain 210, margin 10.5, learning from 52.5."""
     lessons = train.Band(scores=[100.0, 120.0], finals=[200.0, 220.0], start=0.0, total_steps=1000)
     assert train.verdict(95.0, 210.0, lessons).startswith("within the lesson's band: your curve's score 95.0, "
-                                                          "the lesson's 100.0 to 120.0 over its 2 seeds")
+                                                          "the lesson's 100.0 to 120.0 (mean 110.0) over its 2 seeds")
     assert train.verdict(130.0, 230.0, lessons).startswith("within")
     assert train.verdict(89.0, 210.0, lessons).startswith("slower than the lesson")
     assert train.verdict(89.0, 52.0, lessons).startswith("not learning")
@@ -414,6 +439,7 @@ def test_the_bugs_command_lists_answers_and_refuses():
     shown = run("bug", "1", "--answer")
     assert shown.returncode == 0 and "+                logratio = newlogprob - newlogprob.detach()" in shown.stdout
     assert "This mistake, made in public: https://github.com/" in shown.stdout
+    assert run("bug", "--answer", "1").stdout == shown.stdout  # the issue's spelling, bug --answer N, too
     for bad in (["bug", "0"], ["bug", str(len(bugs.BUGS) + 1)], ["bug", "one"], ["bug", "--answer"],
                 ["check", "gae", "--answer"]):
         refused = run(*bad)
@@ -429,3 +455,29 @@ def test_each_bugs_recorded_run_shows_its_giveaway(number):
     normal = bugs.healthy_medians(bug.recipe)[bug.tag]
     assert len(normal) >= 3 and not min(normal) <= found <= max(normal), (found, normal)
     assert (bugs.RECORD / f"bug-{number}.png").stat().st_size > 10_000
+
+
+def test_the_loss_reference_runs_the_lessons_own_lines():
+    """The combined loss's reference is ppo_cartpole.train's statements, one for each name, in the order they run;
+    train's edit of the lesson's loss line finds it once."""
+    statements = exercises.loss_statements()
+    assert [s.targets[0].id for s in statements] == list(exercises.LOSS_NAMES)
+    assert "learners_ppo_loss(" in train.edited_source("loss")
+
+
+def test_train_edits_the_lessons_loss_line_to_call_the_learners(tmp_path, monkeypatch):
+    """The combined loss is inline in the lesson: train runs the lesson with its loss line calling the learner's
+    ppo_loss, at every minibatch, and the lesson's module comes back."""
+    import ppo_cartpole
+
+    monkeypatch.chdir(tmp_path)
+    calls, reference = [], exercises.EXERCISES["loss"].reference()
+
+    def learners_loss(*args):
+        calls.append(1)
+        return reference(*args)
+
+    lessons = train.Band(scores=[1e9, 1e9], finals=[2e9, 2e9], start=0.0, total_steps=1024)
+    report = train.train("loss", learners_loss, ("--total-timesteps", "1024", "--num-steps", "512"), lessons)
+    assert len(calls) == 2 * 10 * (512 // 128) and report[0].startswith("your run: runs/CartPole-v1__exercise-loss-")
+    assert sys.modules["ppo_cartpole"] is ppo_cartpole
