@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import re
 import sys
 from pathlib import Path
 
@@ -41,7 +42,7 @@ LESSON0 = COURSE / "ppo-on-one-page.md"
 
 plt.rcParams.update({
     "svg.fonttype": "none",  # text stays text: no glyph outlines that differ between font builds
-    "svg.hashsalt": "ppo-lesson-0",  # the ids of clip paths and the like, fixed
+    "svg.hashsalt": "ppo-lesson-0",  # the ids of clip paths and the like, fixed (then numbered: see svg())
     "font.size": 9,
     "axes.spines.top": False,
     "axes.spines.right": False,
@@ -50,11 +51,22 @@ BLUE, ORANGE, GREY, GREEN = "#1f77b4", "#ff7f0e", "#7f7f7f", "#2ca02c"
 
 
 def svg(fig) -> bytes:
-    """The figure as SVG bytes, without a date or a creator line."""
+    """The figure as SVG bytes, without a date or a creator line, its hashed ids numbered."""
     out = io.BytesIO()
     fig.savefig(out, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
     plt.close(fig)
-    return out.getvalue()
+    return number_ids(out.getvalue())
+
+
+def number_ids(drawn: bytes) -> bytes:
+    """matplotlib names a clip path or a marker by a hash of its text: the clip rectangle's corners as
+    str() writes them, which NumPy 2 writes as np.float64(48.85) and NumPy 1 as 48.85, so the same figure drew other
+    ids under each. Each such id (a letter and ten hex digits) becomes its letter and its order of first
+    appearance, here and wherever it is referred to (#id), so the bytes do not depend on the NumPy version."""
+    names: dict[bytes, bytes] = {}
+    for old in re.findall(rb'id="([a-z][0-9a-f]{10})"', drawn):
+        names.setdefault(old, old[:1] + b"%d" % len(names))
+    return re.sub(rb"(?<=[\"#])([a-z][0-9a-f]{10})(?=[\")])", lambda m: names.get(m[1], m[1]), drawn)
 
 
 # --- Figure 1: the clip ----------------------------------------------------------------------------------------
@@ -143,18 +155,21 @@ def gae_figure() -> bytes:
     steps = np.arange(len(e.rewards))
     width = 0.26
     for k, (lam, adv) in enumerate(found.items()):
-        ax.bar(steps + (k - 1) * width, adv, width, label=f"$\\lambda = {lam:g}$", color=[GREY, BLUE, ORANGE][k])
+        # (rounded: NumPy 1 and 2 round compute_gae's float32 arithmetic differently in the last bit, which would
+        # move a bar by a millionth of a point and change the file; the table beside it gives three decimals)
+        ax.bar(steps + (k - 1) * width, np.round(adv.astype(np.float64), 4), width, label=f"$\\lambda = {lam:g}$",
+               color=[GREY, BLUE, ORANGE][k])
     ax.axhline(0, color="black", linewidth=0.6)
+    ax.set_ylim(0, 1.15)
     for t, end in enumerate(e.ends):
         if end:
             ax.axvline(t + 0.5, color=GREEN if end == "truncated" else "black", linewidth=1.2,
                        linestyle="--" if end == "truncated" else "-")
             source = "V = 0" if end == "terminated" else "V(last obs)"
-            ax.text(t + 0.5, ax.get_ylim()[1], f" {end}\n bootstraps from {source}", va="top", fontsize=7)
+            ax.text(t + 0.5, 1.15, f" {end}\n bootstraps from {source}", va="top", fontsize=7)
     ax.set_xticks(steps, [f"t = {t}" for t in steps])
     ax.set_ylabel("$A_t$")
     ax.legend(frameon=False, ncol=3, loc="lower left", fontsize=7)
-    ax.set_ylim(0, 1.15)
     ax.set_title("The worked example's advantages, by ppo_cartpole.py's compute_gae ($\\gamma$ = 0.9, every reward 1)",
                  fontsize=8)
     return svg(fig)

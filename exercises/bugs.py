@@ -12,6 +12,7 @@ against the healthy runs' range (benchmarks/results/diagnostics/, the same recip
 from __future__ import annotations
 
 import difflib
+import linecache
 import statistics
 import sys
 import time
@@ -161,14 +162,18 @@ def diff(bug: Bug) -> str:
 def run_edited(lesson: str, source: str, argv: list[str], names: dict | None = None) -> int:
     """Run `source`, an edited copy of `lesson`'s file, as that lesson's main() with `argv`, in this process (with
     `names` added to its globals first); its exit code. The edited module takes the lesson's name in sys.modules
-    while it runs (its dataclasses and tyro look their types up there), and the lesson is put back afterwards."""
+    while it runs (its dataclasses and tyro look their types up there), and the lesson is put back afterwards.
+    So is the lesson's text in linecache: inspect.getsource reads the edited text while it runs (Python 3.13 finds a
+    class by its line number, __firstlineno__, which an edit that adds lines moves; common.cli.one_line_help reads
+    Args's source), and a traceback shows the edited lines."""
     stem = Path(lesson).stem
     path = launch.ROOT / lesson
     module = types.ModuleType(stem)
     module.__file__ = str(path)
     module.__dict__.update(names or {})
-    saved = sys.modules.get(stem)
+    saved, saved_lines = sys.modules.get(stem), linecache.cache.get(str(path))
     sys.modules[stem] = module
+    linecache.cache[str(path)] = (len(source), None, source.splitlines(keepends=True), str(path))  # (no mtime: kept)
     try:
         exec(compile(source, str(path), "exec"), module.__dict__)
         return launch.run_main(module, argv)
@@ -177,6 +182,10 @@ def run_edited(lesson: str, source: str, argv: list[str], names: dict | None = N
             sys.modules.pop(stem, None)
         else:
             sys.modules[stem] = saved
+        if saved_lines is None:
+            linecache.cache.pop(str(path), None)
+        else:
+            linecache.cache[str(path)] = saved_lines
 
 
 def train(number: int, more: tuple[str, ...] = (), seed: int = 1) -> Path:

@@ -432,6 +432,24 @@ def test_a_planted_lesson_trains_and_the_lesson_comes_back(number, tmp_path, mon
         assert {e.value for tag in ("losses/clipfrac", "losses/approx_kl") for e in scalars[tag]} == {0.0}
 
 
+def test_an_edited_lesson_reads_its_own_source_and_the_lesson_comes_back(capsys):
+    """--help's text comes from Args's source (common.cli.one_line_help, through inspect.getsource): the edited run
+    reads the edited text, even where the edit moved Args down (Python 3.13 finds a class by its line number), and
+    linecache holds the lesson's own text afterwards."""
+    import inspect
+    import linecache
+
+    lesson = launch.import_lesson("ppo_cartpole.py")
+    source = (ROOT / "ppo_cartpole.py").read_text()
+    old = '"""the Adam step size at the start of training'
+    assert source.count(old) == 1
+    edited = "# one\n# two\n# three\n" + source.replace(old, '"""an edited help line for the step size')
+    assert bugs.run_edited("ppo_cartpole.py", edited, ["--help"]) == 0
+    assert "an edited help line for the step size" in " ".join(capsys.readouterr().out.split())
+    assert linecache.getlines(lesson.__file__) == source.splitlines(keepends=True)
+    assert old in inspect.getsource(lesson.Hyperparameters)
+
+
 def test_the_bugs_command_lists_answers_and_refuses():
     listed = run("bug")
     assert listed.returncode == 0 and f"bug {len(bugs.BUGS)}: python ppo_" in listed.stdout
