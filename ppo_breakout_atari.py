@@ -23,7 +23,8 @@ What you should see
     games, climbs from about 1 to about 13; the published 40M frames took under 5 hours a seed and ended above 400.
     In a healthy update pi moves little: approx_kl below about 0.004 and clipfrac below about 0.14, both smaller in
     the second half as the learning rate falls. Curves: benchmarks/results/ppo_breakout_atari.png and the longer
-    runs' beside it; every figure: benchmarks/README.md, "What a healthy run looks like".
+    runs' beside it; every figure: benchmarks/README.md, "What a healthy run looks like"; a run that looks
+    otherwise: python -m course.diagnose runs/<run>.
 
 Try this (predict, then run; "Measured": the mean of the last 100 whole games at 40M frames, last 20 at 2M on 2
 CPU cores; 1-2 seeds)
@@ -756,7 +757,7 @@ def checked_env(args: Args, render_mode: Optional[str]) -> gym.Env:
     the ALE that does not skip frames itself (MaxAndSkip does)."""
     try:
         env = gym.make(args.env_id, render_mode=render_mode)
-    except gym.error.Error as e:  # unknown id, unknown version, missing optional dependency
+    except (gym.error.Error, ModuleNotFoundError) as e:  # unknown id or version, no dependency, no module
         fail(f"cannot make --env-id {args.env_id!r}: {e}")
     if not isinstance(env.unwrapped, ale_py.AtariEnv):
         fail(f"--env-id {args.env_id} is not an Atari game; this script needs one of the ALE, e.g. "

@@ -19,7 +19,7 @@ What you should see
     50,000 steps and stays there; the 100,000-step run takes about 17 seconds on 2 CPU cores. Each update moves pi a
     little: approx_kl below about 0.06, clipfrac below 0.4, the entropy falling from ln 2 = 0.69 toward 0.3. Curves
     of 5 seeds: benchmarks/results/ppo_cartpole.png; every range: benchmarks/README.md, "What a healthy run looks
-    like".
+    like"; a run that looks otherwise: python -m course.diagnose runs/<run>.
 
 Try this (predict, then run; "Measured": the study's change in the mean return over the run, 20 seeds a setting,
 with its 95% interval and Holm-corrected verdict; benchmarks/README.md)
@@ -31,6 +31,7 @@ with its 95% interval and Holm-corrected verdict; benchmarks/README.md)
         Predict: with r_t A_t unclipped (the paper's L^CPI), what do 10 epochs on one rollout do?
         Answer: they push pi past where pi_old's samples say how good its actions are, so it learns slower.
         Measured: -47.6 [-61.8, -33.5], hurts
+        Symptom: course/when-ppo-does-not-learn.md#approx_kl-far-above-the-healthy-range
     python ppo_cartpole.py --no-norm-adv
         Predict: does normalizing the advantages in each minibatch matter here?
         Answer: not detectably: Adam already scales each step by its gradient's running size.
@@ -416,14 +417,16 @@ def checked_env(args: Args, render_mode: Optional[str]) -> gym.Env:
     Discrete action space, a flat Box of observations."""
     try:
         env = gym.make(args.env_id, render_mode=render_mode)
-    except gym.error.Error as e:  # unknown id, unknown version, missing optional dependency
+    except (gym.error.Error, ModuleNotFoundError) as e:  # unknown id or version, no dependency, no module
         fail(f"cannot make --env-id {args.env_id!r}: {e}")
     if not isinstance(env.action_space, gym.spaces.Discrete):
         fail(f"--env-id {args.env_id} has a {type(env.action_space).__name__} action space; this script needs Discrete "
              "(for continuous actions use ppo_pendulum_continuous.py)")
     if not (isinstance(env.observation_space, gym.spaces.Box) and len(env.observation_space.shape) == 1):
         fail(f"--env-id {args.env_id}: its observations are {env.observation_space}; this script needs a flat Box "
-             "(for images use ppo_breakout_atari.py)")
+             "(for Atari's frames use ppo_breakout_atari.py)")
+    if env.observation_space.dtype != np.float32:  # (the network's weights are float32: float64 inputs would stop it)
+        env = gym.wrappers.DtypeObservation(env, np.float32)
     return env
 
 

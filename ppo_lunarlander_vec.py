@@ -21,7 +21,7 @@ What you should see
     about 350,000 steps and ends near 280 at 1,000,000 steps, about 2 minutes on 2 CPU cores. Each update moves pi
     a little (approx_kl below about 0.02, clipfrac below about 0.1) while the critic learns: explained_variance
     rises to about 0.99. Curves of 3 seeds: benchmarks/results/ppo_lunarlander_vec.png; every range:
-    benchmarks/README.md, "What a healthy run looks like".
+    benchmarks/README.md, "What a healthy run looks like"; otherwise: python -m course.diagnose runs/<run>.
 
 Try this (predict, then run; "Measured": the study's shift in the final return, 5 seeds against the default's 10,
 95% interval, Holm-corrected verdict)
@@ -30,11 +30,11 @@ Try this (predict, then run; "Measured": the study's shift in the final return, 
         Answer: worse: fitting V to returns of hundreds also moves the features pi reads.
         Measured: -46.9 [-77.3, -16.6], hurts
     python ppo_lunarlander_vec.py --update-epochs 10
-        Predict: K = 10 epochs, not 20: will the runs end lower?
+        Predict: K = 10 epochs, not 20: lower final returns?
         Answer: not detected, the interval below 0: fewer epochs move pi less.
         Measured: -34.4 [-62.6, -6.2], not detected (could detect 67.3)
     python ppo_lunarlander_vec.py --no-clip-vloss
-        Predict: V free to move any distance from the old V: better or worse?
+        Predict: V free to move any distance from V_old: better or worse?
         Answer: no difference detected: the critic reaches pi only through the advantages.
         Measured: -12.2 [-37.1, 12.7], not detected (could detect 58.3)
 
@@ -522,14 +522,16 @@ def checked_env(args: Args, render_mode: Optional[str]) -> gym.Env:
     Discrete action space, a flat Box of observations."""
     try:
         env = gym.make(args.env_id, render_mode=render_mode)
-    except gym.error.Error as e:  # unknown id, unknown version, missing optional dependency
+    except (gym.error.Error, ModuleNotFoundError) as e:  # unknown id or version, no dependency, no module
         fail(f"cannot make --env-id {args.env_id!r}: {e}")
     if not isinstance(env.action_space, gym.spaces.Discrete):
         fail(f"--env-id {args.env_id} has a {type(env.action_space).__name__} action space; this script needs Discrete "
              "(for continuous actions use ppo_pendulum_continuous.py)")
     if not (isinstance(env.observation_space, gym.spaces.Box) and len(env.observation_space.shape) == 1):
         fail(f"--env-id {args.env_id}: its observations are {env.observation_space}; this script needs a flat Box "
-             "(for images use ppo_breakout_atari.py)")
+             "(for Atari's frames use ppo_breakout_atari.py)")
+    if env.observation_space.dtype != np.float32:  # (the network's weights are float32: float64 inputs would stop it)
+        env = gym.wrappers.DtypeObservation(env, np.float32)
     return env
 
 

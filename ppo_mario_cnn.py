@@ -25,7 +25,8 @@ What you should see
     reaches the flag in over half of his episodes. In a healthy update the KL stop ends most of the policy's
     updates well before their 160 steps, while the entropy falls from ln 7 = 1.95 (a uniform pick among the
     actions) toward about 0.4. The curve is benchmarks/results/ppo_mario_cnn-long.png; every figure and its command:
-    benchmarks/README.md, "What a healthy run looks like".
+    benchmarks/README.md, "What a healthy run looks like"; a run that looks otherwise: python -m course.diagnose
+    runs/<run>.
 
 Try this (predict first, then run; each "Measured" is the run's mean x over its last 100 training episodes at
 249,856 steps, then its episodes at the flag; seed 1, one run each: too few to be sure of any difference)

@@ -26,7 +26,7 @@ What you should see
     update moves pi a little: approx_kl below about 0.015 with the clip, its median at d_targ = 0.01 with the
     penalty; the entropy falls below its starting 1.42 (sigma = 1).
     Curves: benchmarks/results/ppo_pendulum_continuous.png; every range: benchmarks/README.md, "What a healthy
-    run looks like".
+    run looks like"; a run that looks otherwise: python -m course.diagnose runs/<run>.
 
 Try this (predict, then run; "Measured": Hopper-v5 at Table 1's flags, 5 seeds against the default's 10: the final
 return's shift, 95% interval, Holm-corrected verdict)
@@ -34,10 +34,12 @@ return's shift, 95% interval, Holm-corrected verdict)
         Predict: `--objective none` ascends L^CPI = E[r_t A_t] unconstrained for 10 epochs. As well as the clip?
         Answer: far worse: nothing stops the epochs pushing pi past where pi_old's samples say anything.
         Measured: -2284.7 [-2634.4, -1935.0], hurts
+        Symptom: course/when-ppo-does-not-learn.md#approx_kl-far-above-the-healthy-range
     python -m benchmarks.ablations hopper --settings no-norm-reward --seeds 1 2 3 4 5
         Predict: unscaled, the value targets are Hopper's returns in its own units. Worse?
         Answer: not detected, though the interval lies below 0: scaling keeps the critic's targets near 1.
         Measured: -800.2 [-1214.0, -386.4], not detected (could detect 880.6)
+        Symptom: course/when-ppo-does-not-learn.md#the-value-loss-explodes
     python -m benchmarks.ablations hopper --settings shared-trunk --seeds 1 2 3 4 5
         Predict: actor and critic share their hidden layers, as CartPole's do. Better or worse?
         Answer: not detected, though the interval lies below 0: the two losses pull shared features apart.
@@ -695,7 +697,7 @@ def checked_env(args: Args, render_mode: Optional[str]) -> gym.Env:
     flat Box of actions (continuous), a flat Box of observations."""
     try:
         env = gym.make(args.env_id, render_mode=render_mode)
-    except gym.error.Error as e:  # unknown id, unknown version, missing optional dependency
+    except (gym.error.Error, ModuleNotFoundError) as e:  # unknown id or version, no dependency, no module
         fail(f"cannot make --env-id {args.env_id!r}: {e}")
     if not (isinstance(env.action_space, gym.spaces.Box) and len(env.action_space.shape) == 1):
         fail(f"--env-id {args.env_id} has a {type(env.action_space).__name__} action space; this script needs a flat "

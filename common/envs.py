@@ -23,6 +23,7 @@ import os
 import signal
 
 import gymnasium as gym
+import numpy as np
 
 
 def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None) -> gym.Env:
@@ -38,14 +39,16 @@ def checked_env(args: Args, render_mode: Optional[str]) -> gym.Env:
     Discrete action space, a flat Box of observations."""
     try:
         env = gym.make(args.env_id, render_mode=render_mode)
-    except gym.error.Error as e:  # unknown id, unknown version, missing optional dependency
+    except (gym.error.Error, ModuleNotFoundError) as e:  # unknown id or version, no dependency, no module
         fail(f"cannot make --env-id {args.env_id!r}: {e}")
     if not isinstance(env.action_space, gym.spaces.Discrete):
         fail(f"--env-id {args.env_id} has a {type(env.action_space).__name__} action space; this script needs Discrete "
              "(for continuous actions use ppo_pendulum_continuous.py)")
     if not (isinstance(env.observation_space, gym.spaces.Box) and len(env.observation_space.shape) == 1):
         fail(f"--env-id {args.env_id}: its observations are {env.observation_space}; this script needs a flat Box "
-             "(for images use ppo_breakout_atari.py)")
+             "(for Atari's frames use ppo_breakout_atari.py)")
+    if env.observation_space.dtype != np.float32:  # (the network's weights are float32: float64 inputs would stop it)
+        env = gym.wrappers.DtypeObservation(env, np.float32)
     return env
 
 

@@ -468,10 +468,11 @@ def figures() -> dict[str, bytes]:
             "networks.svg": network_figure(), "autoreset.svg": autoreset_figure(), "atari.svg": atari_figure()}
 
 
-def between(text: str, name: str, body: str) -> str:
+def between(text: str, name: str, body: str, where: str = LESSON0.name) -> str:
+    """`text` with `body` between the markers of the generated block `name` (the file `where` names)."""
     begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
     if begin not in text or end not in text:
-        raise SystemExit(f"course.figures: {LESSON0.name} has no {begin} ... {end} markers")
+        raise SystemExit(f"{where} has no {begin} ... {end} markers")
     return text[:text.index(begin) + len(begin)] + "\n" + body + "\n" + text[text.index(end):]
 
 

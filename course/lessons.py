@@ -135,10 +135,13 @@ NEIGHBOURS = {(lesson.neighbour, lesson.script): lesson.bound for lesson in LESS
 #         Predict: the question to answer before running (8 spaces in; it may run over more lines)
 #         Answer: what happened and the mechanism (likewise)
 #         Measured: the evidence, on one line
+#         Symptom: course/when-ppo-does-not-learn.md#<section> (optional, one line)
 # under a header "Try this (...)" that says what the measured figures are (it may take two lines). The studies'
 # lessons have their "Measured" lines written by `python -m benchmarks.ablations --write-try-this`; the pixel
-# lessons' are held to their runs by tests/test_docstring_figures.py.
+# lessons' are held to their runs by tests/test_docstring_figures.py. "Symptom" names the debugging guide's section
+# that a recorded run of the same setting shows (benchmarks/debugging.py; tests/test_debugging.py holds it to it).
 LABELS = ("Predict", "Answer", "Measured")
+OPTIONAL = ("Symptom",)
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,7 @@ class Experiment:
     predict: str  # each text joined into one line
     answer: str
     measured: str
+    symptom: str = ""
 
 
 def try_this(docstring: str) -> tuple[str, list[Experiment]]:
@@ -171,9 +175,10 @@ def try_this(docstring: str) -> tuple[str, list[Experiment]]:
         elif line.startswith("        ") and items:
             text = line.strip()
             name = text.split(":", 1)[0]
-            if name in LABELS:
-                if name in items[-1] or list(items[-1]) != ["command", *LABELS[:LABELS.index(name)]]:
-                    raise ValueError(f"{items[-1]['command']}: {name!r} out of the order {LABELS}")
+            if name in LABELS + OPTIONAL:
+                order = LABELS + OPTIONAL
+                if name in items[-1] or list(items[-1]) != ["command", *order[:order.index(name)]]:
+                    raise ValueError(f"{items[-1]['command']}: {name!r} out of the order {order}")
                 label, items[-1][name] = name, text.split(":", 1)[1].strip()
             elif label in ("Predict", "Answer"):
                 items[-1][label] += " " + text
@@ -182,11 +187,12 @@ def try_this(docstring: str) -> tuple[str, list[Experiment]]:
         else:
             raise ValueError(f"not an experiment's line: {line!r}")
     for item in items:
-        if list(item) != ["command", *LABELS]:
+        if list(item)[:len(LABELS) + 1] != ["command", *LABELS]:
             raise ValueError(f"{item['command']}: needs {', '.join(LABELS)}, has {', '.join(list(item)[1:])}")
     if not items:
         raise ValueError('"Try this" holds no experiment')
-    return header, [Experiment(i["command"], i["Predict"], i["Answer"], i["Measured"]) for i in items]
+    return header, [Experiment(i["command"], i["Predict"], i["Answer"], i["Measured"], i.get("Symptom", ""))
+                    for i in items]
 
 
 # A lesson's command line is two dataclasses: Hyperparameters, PPO's, at the top of the file, and Args(Hyperparameters)

@@ -4,8 +4,9 @@
     python -m render --out /tmp/s    # elsewhere
     python -m render.diff cartpole lunarlander --hide-prose   # the neighbour diff in a terminal
 
-The pages are made from the files as they are (the scripts, course/ppo-on-one-page.md and its figures, README.md,
-benchmarks/README.md, common/, and the committed figures of benchmarks/results/ they show), so there is no second copy of any lesson text to keep in step;
+The pages are made from the files as they are (the scripts, course/ppo-on-one-page.md, the guide
+course/when-ppo-does-not-learn.md and their figures, README.md, benchmarks/README.md, common/, and the committed
+figures of benchmarks/results/ they show), so there is no second copy of any lesson text to keep in step;
 the same files give the same site, byte for byte. The equations are typeset here, by KaTeX under Node.js (`npm ci`
 in render/katex/ runs on the first build); a page fetches nothing when it is read.
 """
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from course.lessons import LESSONS, SCRIPTS
 from render import diffs
-from render.course import PAGE as LESSON0_PAGE, checks_html, intro_html, lesson0_page
+from render.course import GUIDE_PAGE, PAGE as LESSON0_PAGE, checks_html, guide_page, intro_html, lesson0_page
 from render.equations import typeset, vendor
 from render.html import pygments_css
 from render.index import benchmarks_page, index_page
@@ -68,6 +69,8 @@ def build(out: Path, root: Path = ROOT) -> list[Path]:
         pages.append(path)
     (out / LESSON0_PAGE).write_text(lesson0_page(root, out))  # lesson 0, first in the reading path
     pages.append(out / LESSON0_PAGE)
+    (out / GUIDE_PAGE).write_text(guide_page(root, out))  # the debugging guide, after the lessons
+    pages.append(out / GUIDE_PAGE)
     (out / "index.html").write_text(index_page(root, out, pairs))
     (out / "benchmarks.html").write_text(benchmarks_page(root, out))
     pages += [out / "index.html", out / "benchmarks.html"]

@@ -50,12 +50,29 @@ def with_math(html: str, tex: dict[str, str], where: object) -> str:
     return html
 
 
-def lesson0_page(root: Path, out: Path) -> str:
-    """The whole page, its links rewritten into the site (Links: figures copied under raw/)."""
+def markdown_page(root: Path, out: Path, source: Path, title: str) -> str:
+    """A course page from its Markdown (`source`, relative to the root), its links rewritten into the site (Links:
+    figures copied under raw/), its math typeset."""
     links = Links(root, out)
-    html, tex = lesson0_html((root / LESSON0).read_text(), lambda text: links.markdown(text, (root / LESSON0).parent))
-    html = with_math(html, tex, LESSON0)
-    return page("Lesson 0: PPO on one page", f'<article class="lesson0 md">{html}</article>', depth=0, katex=True)
+    html, tex = lesson0_html((root / source).read_text(), lambda text: links.markdown(text, (root / source).parent))
+    html = with_math(html, tex, source)
+    return page(title, f'<article class="lesson0 md">{html}</article>', depth=0, katex=True)
+
+
+def lesson0_page(root: Path, out: Path) -> str:
+    """Lesson 0's whole page."""
+    return markdown_page(root, out, LESSON0, "Lesson 0: PPO on one page")
+
+
+# --- the debugging guide, after the lessons ------------------------------------------------------------------------
+
+GUIDE = Path("course") / "when-ppo-does-not-learn.md"
+GUIDE_PAGE = "debugging.html"
+
+
+def guide_page(root: Path, out: Path) -> str:
+    """The debugging guide's page: course/when-ppo-does-not-learn.md, its figures (course/figures/debugging/)."""
+    return markdown_page(root, out, GUIDE, "When PPO does not learn")
 
 
 # --- around each lesson's page: what it teaches, what to read first, where its loop is; its check questions ------

@@ -54,7 +54,8 @@ class Links:
         file = (base / unquote(path)).resolve()
         relative = file.relative_to(self.root).as_posix()
         hash_part = f"#{fragment}" if fragment else ""
-        pages = {"README.md": "index.html", "benchmarks/README.md": "benchmarks.html"}
+        pages = {"README.md": "index.html", "benchmarks/README.md": "benchmarks.html",
+                 "course/when-ppo-does-not-learn.md": "debugging.html"}
         if relative in SCRIPTS or relative in pages:
             return pages.get(relative, f"lessons/{relative[:-3]}.html") + hash_part
         copy = self.out / "raw" / relative
@@ -112,7 +113,10 @@ def index_page(root: Path, out: Path, diff_pages: list[tuple[str, str, str]]) ->
         f'<h2 id="reading-path">The reading path</h2><ol class="path" start="0">'
         '<li><a href="lesson-0.html">Lesson 0: PPO on one page</a>: the ideas every lesson\'s code uses (the policy '
         "gradient, the advantage, the ratio, the clip, GAE), with figures drawn from the lessons' code, "
-        f'and the loop\'s pseudocode linked to its lines in ppo_cartpole.py</li>{"".join(path)}</ol>'
+        f'and the loop\'s pseudocode linked to its lines in ppo_cartpole.py</li>{"".join(path)}'
+        '<li><a href="debugging.html">When PPO does not learn</a>: a guide by symptom, each beside a healthy run, '
+        'with the causes this library measured; <code>python -m course.diagnose runs/&lt;run&gt;</code> reads a '
+        "run and says which symptom it shows</li></ol>"
         f'<h2 id="comparing-the-variants-diff-two-lessons">Comparing the variants: diff two lessons</h2>'
         f'<ul class="pairs">{pairs}</ul><p>In a terminal: <code>python -m render.diff cartpole lunarlander '
         "--hide-prose</code> (copied blocks folded to a line each, prose-only changes hidden).</p>"

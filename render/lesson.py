@@ -90,6 +90,9 @@ def _try_this_markdown(lines: list[str]) -> tuple[str, list[str]]:
     for e in experiments:
         out += [f"- `{e.command}`", f"    - *Predict:* {e.predict}", f"    - *Answer:* {e.answer}",
                 f"    - *Measured:* {e.measured}"]
+        if e.symptom:  # course/when-ppo-does-not-learn.md#<section>, linked to that section of the guide's page
+            anchor = e.symptom.split("#", 1)[1]
+            out.append(f"    - *Symptom:* [{e.symptom}](../debugging.html#{anchor})")
     return header, out + [""]
 
 

@@ -225,6 +225,23 @@ MUTATIONS = [
                                                  "{case.name}\", f\"  {failed}\",")],
              ["tests/test_exercises.py::test_a_typical_wrong_answer_fails_the_case_built_for_it"],
              files="exercises/__init__.py"),
+    Mutation("diagnose-limits-loosest", "diagnose: a median judged against the looser of the band and the widened "
+             "medians' range, not the tighter",
+             [("return max(self.band[0], widened[0]), min(self.band[1], widened[1])",
+               "return min(self.band[0], widened[0]), max(self.band[1], widened[1])")],
+             ["tests/test_debugging.py::test_the_limits_are_the_band_narrowed_to_the_widened_medians"],
+             files="course/diagnose.py"),
+    Mutation("diagnose-kl-widened-linearly", "diagnose: approx_kl and the value loss widened on a linear scale",
+             [('LOG_SCALE = {"losses/approx_kl", "losses/value_loss"}', "LOG_SCALE = set()")],
+             ["tests/test_debugging.py::test_the_limits_are_the_band_narrowed_to_the_widened_medians"],
+             files="course/diagnose.py"),
+    Mutation("diagnose-flat-return-inverted", "diagnose: a return that gained more than a quarter of the healthy "
+             "gain called flat", [("final - first < FLAT * healthy_gain", "final - first > FLAT * healthy_gain")],
+             ["tests/test_debugging.py::test_the_return_flat_collapsed_or_learning"], files="course/diagnose.py"),
+    Mutation("diagnose-since-the-last-step", "diagnose: \"out from step\" names where the last window started, "
+             "not the first", [("        if outside and first is None:", "        if outside:")],
+             ["tests/test_debugging.py::test_since_is_when_the_rolling_median_first_left_and_whether_it_came_back"],
+             files="course/diagnose.py"),
 ]
 
 

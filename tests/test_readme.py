@@ -13,7 +13,8 @@ from conftest import ROOT
 # The issue's bound is 250 lines. README's own room is tighter (a 15-line MuJoCo section is to come), but the
 # test holds the bound that the issue sets.
 MAX_README_LINES = 250
-DOCS = ["README.md", "benchmarks/README.md", "CONTRIBUTING.md", "course/ppo-on-one-page.md"]
+DOCS = ["README.md", "benchmarks/README.md", "CONTRIBUTING.md", "course/ppo-on-one-page.md",
+        "course/when-ppo-does-not-learn.md"]
 
 FENCE = re.compile(r"^ {0,3}(```|~~~).*?^ {0,3}\1[^\n]*$", re.M | re.S)
 MATH = re.compile(r"\$\$.+?\$\$|\$[^$\n]+?\$", re.S)

@@ -234,3 +234,20 @@ def test_nothing_on_a_page_is_fetched_from_elsewhere(site):
         assert "@import" not in text
     css = "".join(p.read_text() for p in (site / "assets").rglob("*.css"))
     assert "http" not in re.sub(r"/\*.*?\*/", "", css, flags=re.S).replace("http://www.w3.org", "")
+
+
+def test_the_debugging_guide_follows_the_lessons_with_a_figure_a_section(site):
+    """course/when-ppo-does-not-learn.md as debugging.html: each symptom a section (its id the one the diagnose
+    command prints), its figure beside it; the reading path ends with it."""
+    from course import diagnose
+
+    tree = parse(site / "debugging.html")
+    ids = set(tree.ids())
+    assert set(diagnose.SYMPTOMS) <= ids
+    images = [n.attrs["src"] for n in tree.find_all("img")]
+    drawn = sorted(p.name for p in (ROOT / "course" / "figures" / "debugging").glob("*.svg"))
+    assert sorted(src.rsplit("/", 1)[1] for src in images) == drawn and len(drawn) >= 8
+    assert all((site / src).is_file() for src in images)
+    path = [a.attrs["href"] for ol in parse(site / "index.html").find_all("ol", cls="path") for a in ol.find_all("a")
+            if not a.attrs["href"].startswith(("lessons/ppo_", "lessons/"))]
+    assert path[-1] == "debugging.html"

@@ -140,18 +140,34 @@ def cell(script: str, entry: str | Absent, root: Path = ROOT) -> str:
     return f"[{line}]({script}#L{line}) `{entry}`"
 
 
+def symptom_links(found: list[dict]) -> dict[str, str]:
+    """detail -> "; a recorded run of it shows: [section](guide#section)" for each detail a recorded broken
+    run switched off (benchmarks/debugging.py) where course.diagnose names a symptom in that run: the first it names
+    (the return's, else the diagnostic furthest outside its limits; the guide lists the others)."""
+    from benchmarks import debugging
+
+    links: dict[str, list[str]] = {}
+    for (study, setting), anchors in debugging.study_symptoms().items():
+        detail = next((e["detail"] for e in found if (e["study"], e["setting"]) == (study, setting)), "")
+        if detail and anchors:
+            links.setdefault(detail, []).append(
+                f"[{anchors[0].replace('-', ' ')}](course/when-ppo-does-not-learn.md#{anchors[0]}) (`{setting}`)")
+    return {detail: "; a recorded run of it shows: " + ", ".join(items) for detail, items in links.items()}
+
+
 def table(root: Path = ROOT) -> str:
     """The map; its last column, what switching the detail off (or changing it) did in the ablation studies, is
     written from their committed effects (benchmarks/results/ablations/effects.csv, benchmarks.ablations)."""
     from benchmarks import ablations
 
     found = ablations.read_effects(root / "benchmarks" / "results" / "ablations")
+    shown = symptom_links(found)
     lines = ["| group | detail | " + " | ".join(f"`{lesson.name}`" for lesson in LESSONS)
              + " | switched off or changed: effect on the study's leading score [95% CI], Holm-corrected verdict |",
              "|---|---|" + "---|" * (len(SCRIPTS) + 1)]
     for group, detail, entries in DETAILS:
         cells = [cell(script, entries[script], root) for script in SCRIPTS]
-        cells.append(ablations.map_column(detail, group, found))
+        cells.append(ablations.map_column(detail, group, found) + shown.get(detail, ""))
         lines.append(f"| {group} | {detail} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -1,0 +1,449 @@
+"""Read a run and say what looks wrong: `python -m course.diagnose runs/<run>`.
+
+It finds the lesson and its flags in the run's checkpoint, reads the run's TensorBoard logs (the project's one
+reader, benchmarks.core.runs.read_scalars) and compares each diagnostic the lessons log (approx_kl, clipfrac,
+explained variance, entropy, value loss) with the healthy runs the project recorded for that lesson: over the whole
+run and over its second half, as the committed records hold them (benchmarks/results/.../*-diagnostics.csv). It
+prints what is outside its range, by how much and since when, and the section of the guide that lists the likely
+causes (course/when-ppo-does-not-learn.md); "looks healthy" when nothing is.
+
+The rule (one for every lesson). For each diagnostic and part of the run, the run's median over its updates is
+compared with two ranges of the healthy runs:
+- the band that the middle 90% of every healthy seed's updates fall in (the lowest 5th percentile to the highest
+  95th): a median outside it sits where fewer than 5% of any healthy seed's updates did;
+- where three seeds or more were recorded, the range of the healthy seeds' medians, widened on each side by
+  MARGIN times its width (on a log scale for approx_kl and the value loss, which vary over decades between seeds).
+A median outside either is flagged. MARGIN is the smallest at which no healthy seed of a recipe with five seeds or
+more is flagged when it is judged against the other seeds (leave one out; benchmarks/README.md, "Reading a run:
+the healthy ranges and the rule"). The return is judged
+against the healthy runs' return at the same env step: flat when it gained less than a quarter of what the slowest
+healthy seed had gained by then (the exercises' "not learning"), collapsed when it lost more than half of what it
+had gained at its best.
+
+Usage:
+    python -m course.diagnose runs/CartPole-v1__ppo_cartpole__1__1700000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import statistics
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+GUIDE = "course/when-ppo-does-not-learn.md"
+TAGS = ("losses/approx_kl", "losses/clipfrac", "losses/explained_variance", "losses/entropy", "losses/value_loss")
+LOG_SCALE = {"losses/approx_kl", "losses/value_loss"}  # positive, and spread over decades between healthy seeds
+PARTS = ("all", "second half")
+PART_NAMES = {"all": "the whole run", "second half": "its second half"}
+MARGIN = 1.5  # the smallest margin with no false alarm on held-out healthy seeds (benchmarks/README.md)
+MIN_UPDATES = 10  # fewer logged updates than this: too short to judge
+EPISODES = 20  # the return's window, as the benchmarks' final return and the exercises' curves
+FLAT = 0.25  # gained less than this share of the slowest healthy seed's gain by the same step: flat
+COLLAPSE = 0.5  # lost more than this share of its best gain: collapsed
+
+
+# --- the symptoms: each a section of the guide ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Symptom:
+    anchor: str  # the guide's heading, as its link names it
+    title: str
+    short: str  # one line for the report
+
+
+SYMPTOMS = {s.anchor: s for s in [
+    Symptom("the-return-stays-flat", "The return stays flat", "the return stays at the random policy's level"),
+    Symptom("the-return-rises-then-collapses", "The return rises, then collapses",
+            "the return rose, then lost most of what it had gained"),
+    Symptom("approx_kl-far-above-the-healthy-range", "approx_kl far above the healthy range",
+            "each update moves the policy far more than in a healthy run"),
+    Symptom("approx_kl-or-clipfrac-below-the-healthy-range", "approx_kl or clipfrac below the healthy range",
+            "the updates move the policy less than in a healthy run, or not at all"),
+    Symptom("clipfrac-high", "clipfrac high", "many samples' ratios end outside the clip"),
+    Symptom("entropy-collapses-early", "Entropy collapses early", "the policy stopped exploring early"),
+    Symptom("entropy-never-falls", "Entropy never falls", "the policy stays as random as it started"),
+    Symptom("explained-variance-near-0-or-negative", "Explained variance near 0 or negative",
+            "the value function does not predict the returns"),
+    Symptom("the-value-loss-explodes", "The value loss explodes", "the value targets are far larger than healthy"),
+    Symptom("the-value-loss-far-below-the-healthy-runs", "The value loss far below the healthy runs",
+            "the value function fits targets that are too easy"),
+]}
+# (tag, the run's median "above" or "below" the healthy range) -> the symptom's anchor (None: reported, no symptom)
+TRIGGERS = {
+    ("losses/approx_kl", "above"): "approx_kl-far-above-the-healthy-range",
+    ("losses/approx_kl", "below"): "approx_kl-or-clipfrac-below-the-healthy-range",
+    ("losses/clipfrac", "above"): "clipfrac-high",
+    ("losses/clipfrac", "below"): "approx_kl-or-clipfrac-below-the-healthy-range",
+    ("losses/entropy", "below"): "entropy-collapses-early",
+    ("losses/entropy", "above"): "entropy-never-falls",
+    ("losses/explained_variance", "below"): "explained-variance-near-0-or-negative",
+    ("losses/explained_variance", "above"): None,  # V explains the returns better than healthy: no fault by itself
+    ("losses/value_loss", "above"): "the-value-loss-explodes",
+    ("losses/value_loss", "below"): "the-value-loss-far-below-the-healthy-runs",
+}
+
+
+# --- the healthy runs on record ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Recipe:
+    """Healthy runs of a lesson at one set of flags: their records (paths under benchmarks/results/ without the
+    -diagnostics.csv / -curves.csv ending) and the flags that differ from the lesson's defaults."""
+    lesson: str
+    flags: dict = field(default_factory=dict)
+    records: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        changed = ", ".join(f"{k.replace('_', '-')} {v}" for k, v in self.flags.items())
+        return f"{self.lesson} at its defaults" + (f" but {changed}" if changed else "")
+
+
+RECIPES = [
+    Recipe("ppo_cartpole.py", {}, ("diagnostics/ppo_cartpole", "debugging/ppo_cartpole-healthy")),
+    Recipe("ppo_lunarlander_vec.py", {}, ("diagnostics/ppo_lunarlander_vec", "debugging/ppo_lunarlander_vec-healthy")),
+    Recipe("ppo_lunarlander_vec.py", {"total_timesteps": 500_000}, ("exercises/ppo_lunarlander_vec-500k",)),
+    Recipe("ppo_pendulum_continuous.py", {}, ("debugging/ppo_pendulum_continuous-clip-healthy",)),
+    Recipe("ppo_pendulum_continuous.py", {"clip_vloss": True}, ("diagnostics/ppo_pendulum_continuous-clip",)),
+    Recipe("ppo_pendulum_continuous.py", {"objective": "kl", "clip_vloss": True},
+           ("diagnostics/ppo_pendulum_continuous-kl",)),
+    Recipe("ppo_breakout_atari.py", {"total_timesteps": 500_000}, ("ppo_breakout_atari-constclip",)),
+    Recipe("ppo_breakout_atari.py", {"total_timesteps": 500_000, "anneal_clip": True},
+           ("diagnostics/ppo_breakout_atari-bf16",)),
+    Recipe("ppo_breakout_atari.py", {"total_timesteps": 10_000_000},
+           ("diagnostics/ppo_breakout_atari-long40m-constclip", "diagnostics/ppo_breakout_atari-long40m-constclip-seed2")),
+    Recipe("ppo_breakout_atari.py", {"total_timesteps": 10_000_000, "anneal_clip": True},
+           ("diagnostics/ppo_breakout_atari-long40m", "diagnostics/ppo_breakout_atari-long40m-seed2")),
+    Recipe("ppo_mario_cnn.py", {"total_timesteps": 122_880, "anneal_lr": True, "action_type": "right"},
+           ("diagnostics/ppo_mario_cnn-right",)),
+]
+LESSONS = sorted({recipe.lesson for recipe in RECIPES})
+
+
+def curves_file(record: str) -> Path:
+    """A record's curves CSV: beside its diagnostics, or in benchmarks/results/ (the Breakout runs' are there)."""
+    path = RESULTS / f"{record}-curves.csv"
+    return path if path.exists() else RESULTS / f"{Path(record).name}-curves.csv"
+
+
+def healthy_rows(recipe: Recipe) -> list[dict]:
+    """The recipe's diagnostics rows (one per seed, tag and part), every record's."""
+    from benchmarks.core.records import load_diagnostics
+
+    rows = []
+    for record in recipe.records:
+        rows += [{**row, "record": record} for row in load_diagnostics(RESULTS / f"{record}-diagnostics.csv")]
+    return rows
+
+
+def healthy_returns(recipe: Recipe) -> dict[str, list[tuple[int, float]]]:
+    """Each healthy seed's training episodes, (env step, return), by record and seed."""
+    from benchmarks.core.records import load_points
+
+    seeds: dict[str, list[tuple[int, float]]] = {}
+    for record in recipe.records:
+        path = curves_file(record)
+        if not path.exists():
+            continue
+        for point in load_points(path):
+            if point["kind"] == "training" and point["tag"] == "charts/episodic_return":
+                seeds.setdefault(f"{record} {point['seed']}", []).append((point["env_steps"], point["value"]))
+    return seeds
+
+
+# --- the judgement --------------------------------------------------------------------------------------------
+
+@dataclass
+class Range:
+    band: tuple[float, float]  # the lowest p5 to the highest p95 of the healthy seeds' updates
+    medians: list[float]  # each healthy seed's median
+
+    def widened(self, tag: str, margin: float = MARGIN) -> tuple[float, float] | None:
+        """The seeds' medians' range widened by `margin` times its width each side; None under three seeds."""
+        if len(self.medians) < 3:
+            return None
+        scale, unscale = _scale(tag)
+        low, high = scale(min(self.medians)), scale(max(self.medians))
+        width = high - low
+        return unscale(low - margin * width), unscale(high + margin * width)
+
+    def limits(self, tag: str, margin: float = MARGIN) -> tuple[float, float]:
+        """The healthy range a median must stay in: the band, narrowed to the widened medians' range."""
+        widened = self.widened(tag, margin)
+        if widened is None:
+            return self.band
+        return max(self.band[0], widened[0]), min(self.band[1], widened[1])
+
+
+def _scale(tag: str):
+    if tag in LOG_SCALE:
+        return (lambda x: math.log10(max(x, 1e-12))), (lambda y: 10 ** y)
+    return (lambda x: x), (lambda y: y)
+
+
+def ranges(rows: list[dict]) -> dict[tuple[str, str], Range]:
+    """(tag, part) -> the healthy Range, from diagnostics rows."""
+    grouped: dict[tuple[str, str], list[dict]] = {}
+    for row in rows:
+        grouped.setdefault((row["tag"], row["part"]), []).append(row)
+    return {key: Range((min(r["p5"] for r in group), max(r["p95"] for r in group)), [r["median"] for r in group])
+            for key, group in grouped.items()}
+
+
+@dataclass
+class Finding:
+    tag: str
+    part: str
+    median: float
+    limits: tuple[float, float]
+    direction: str  # "above" or "below"
+    since: tuple[int, bool] | None  # when the rolling median first left the range, and whether it is out at the end
+
+    @property
+    def symptom(self) -> Symptom | None:
+        anchor = TRIGGERS[(self.tag, self.direction)]
+        return SYMPTOMS[anchor] if anchor else None
+
+    def severity(self) -> float:
+        """How far outside its limits the median is, in widths of the limits (on the diagnostic's scale)."""
+        scale, _ = _scale(self.tag)
+        low, high = scale(self.limits[0]), scale(self.limits[1])
+        return abs(scale(self.median) - (high if self.direction == "above" else low)) / max(high - low, 1e-12)
+
+    def how_far(self) -> str:
+        edge = self.limits[1] if self.direction == "above" else self.limits[0]
+        if self.tag in LOG_SCALE or (self.tag == "losses/clipfrac" and self.direction == "above"):
+            if edge > 0 and self.median > 0:
+                ratio = self.median / edge if self.direction == "above" else edge / self.median
+                return f"{ratio:.3g} times {'above' if self.direction == 'above' else 'below'} the range"
+        return f"{abs(self.median - edge):.3g} {self.direction} the range"
+
+
+def median_of(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def parts(values: list[float]) -> dict[str, list[float]]:
+    """A series' parts as the records hold them (benchmarks.core.stats.diagnostic_spreads)."""
+    return {"all": values, "second half": values[len(values) // 2:]}
+
+
+def since(series: list[tuple[int, float]], limits: tuple[float, float], direction: str) -> tuple[int, bool] | None:
+    """When the run's rolling median (over a tenth of the updates, at least 5) first went outside the limits on
+    `direction`'s side: (the middle step of that window, whether it is still outside at the end); None if it never
+    did (a median outside the limits while no window of it is: a diagnostic that jumps about)."""
+    window = max(5, len(series) // 10)
+    values = [v for _, v in series]
+    first, outside = None, False
+    for i in range(len(series)):
+        rolled = statistics.median(values[max(0, i - window + 1): i + 1])
+        outside = rolled > limits[1] if direction == "above" else rolled < limits[0]
+        if outside and first is None:
+            first = series[max(0, i - (window - 1) // 2)][0]  # (the window's middle: where the change sits)
+    return None if first is None else (first, outside)
+
+
+def outside(medians: dict[tuple[str, str], float], healthy: dict[tuple[str, str], Range],
+            margin: float = MARGIN) -> list[tuple[str, str, float, tuple[float, float], str]]:
+    """(tag, part, median, limits, "above" or "below") for each median outside its healthy limits; `medians` by
+    (tag, part), as a run's series gives them or a diagnostics CSV's row records them."""
+    found = []
+    for tag in TAGS:
+        for part in PARTS:
+            if (tag, part) not in medians or (tag, part) not in healthy:
+                continue
+            limits, value = healthy[(tag, part)].limits(tag, margin), medians[(tag, part)]
+            if not limits[0] <= value <= limits[1]:
+                found.append((tag, part, value, limits, "above" if value > limits[1] else "below"))
+    return found
+
+
+def judge(series: dict[str, list[tuple[int, float]]], healthy: dict[tuple[str, str], Range],
+          margin: float = MARGIN) -> list[Finding]:
+    """What in a run's diagnostics (tag -> [(env step, value)] in logging order) lies outside the healthy ranges."""
+    medians = {(tag, part): median_of(values) for tag, points in series.items() if points
+               for part, values in parts([v for _, v in points]).items()}
+    return [Finding(tag, part, value, limits, direction,
+                    since(series[tag][len(series[tag]) // 2:] if part == "second half" else series[tag], limits,
+                          direction))
+            for tag, part, value, limits, direction in outside(medians, healthy, margin)]
+
+
+def rolling_means(returns: list[tuple[int, float]], window: int = EPISODES) -> list[tuple[int, float]]:
+    """(env step, mean of the `window` episodes ending there), from the window-th episode on."""
+    values = [v for _, v in returns]
+    return [(returns[i][0], statistics.fmean(values[i - window + 1: i + 1])) for i in range(window - 1, len(values))]
+
+
+@dataclass
+class ReturnVerdict:
+    first: float  # the mean of the first EPISODES episodes: about the random policy's level
+    final: float
+    best: float
+    healthy_gain: float | None  # the slowest healthy seed's gain by the run's last step (None: no record)
+    symptoms: list[str]
+
+
+def judge_return(returns: list[tuple[int, float]], healthy: dict[str, list[tuple[int, float]]]) -> ReturnVerdict | None:
+    """The return's verdict; None when the run finished fewer than 2 * EPISODES episodes."""
+    if len(returns) < 2 * EPISODES:
+        return None
+    rolled = rolling_means(returns)
+    first, final, best = rolled[0][1], rolled[-1][1], max(v for _, v in rolled)
+    last_step = returns[-1][0]
+    gains = []
+    for episodes in healthy.values():
+        upto = [e for e in episodes if e[0] <= last_step]
+        if len(upto) >= 2 * EPISODES:
+            gains.append(rolling_means(upto)[-1][1] - rolling_means(upto)[0][1])
+    healthy_gain = min(gains) if gains else None
+    symptoms = []
+    if healthy_gain is not None and healthy_gain > 0 and final - first < FLAT * healthy_gain:
+        if best - first >= FLAT * healthy_gain and best - final > COLLAPSE * (best - first):
+            symptoms.append("the-return-rises-then-collapses")
+        else:
+            symptoms.append("the-return-stays-flat")
+    elif best > first and best - final > COLLAPSE * (best - first) and (
+            healthy_gain is None or best - first >= FLAT * healthy_gain):
+        symptoms.append("the-return-rises-then-collapses")
+    return ReturnVerdict(first, final, best, healthy_gain, symptoms)
+
+
+# --- reading a run --------------------------------------------------------------------------------------------
+
+class BadInput(Exception):
+    """What is wrong with the input, in one line."""
+
+
+@dataclass
+class Run:
+    folder: Path
+    lesson: str
+    args: dict
+    series: dict[str, list[tuple[int, float]]]
+    returns: list[tuple[int, float]]
+
+
+def read_run(folder: Path) -> Run:
+    """The run's lesson and flags (its checkpoint) and its logged scalars; BadInput where it is not a run of a
+    lesson that can be judged."""
+    import torch
+
+    from benchmarks.core.runs import read_scalars
+
+    folder = Path(folder)
+    if folder.is_file() and folder.name == "checkpoint.pt":
+        folder = folder.parent
+    if not folder.is_dir():
+        raise BadInput(f"no such folder: {folder} (give a run's folder, runs/<run>)")
+    if not list(folder.glob("events.out.tfevents.*")):
+        raise BadInput(f"{folder} holds no TensorBoard events: give a run's folder, runs/<run>")
+    checkpoint = folder / "checkpoint.pt"
+    if not checkpoint.is_file():
+        raise BadInput(f"{folder} holds no checkpoint.pt, which names the lesson and its flags (the lessons write one "
+                       "every --checkpoint-every updates and at the end)")
+    try:
+        ckpt = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    except Exception as error:  # noqa: BLE001 (any unreadable file is the same bad input)
+        raise BadInput(f"cannot read {checkpoint}: {type(error).__name__}: {error}".splitlines()[0]) from None
+    if not isinstance(ckpt, dict) or ckpt.get("script") not in LESSONS or not isinstance(ckpt.get("args"), dict):
+        raise BadInput(f"{checkpoint} is not a checkpoint of one of the lessons ({', '.join(LESSONS)})")
+    scalars = read_scalars(folder)[0]
+    series = {tag: [(e.step, e.value) for e in scalars.get(tag, [])] for tag in TAGS}
+    returns = [(e.step, e.value) for e in scalars.get("charts/episodic_return", [])]
+    return Run(folder, ckpt["script"], ckpt["args"], series, returns)
+
+
+def hyperparameters(lesson: str) -> dict:
+    """The lesson's hyperparameters and their defaults (its Hyperparameters class: not the running flags)."""
+    from benchmarks.core import launch
+
+    module = launch.import_lesson(lesson)
+    return {f.name: f.default if f.default is not dataclasses.MISSING else f.default_factory()
+            for f in dataclasses.fields(module.Hyperparameters)}
+
+
+def recipe_for(lesson: str, args: dict) -> tuple[Recipe, dict[str, tuple]]:
+    """The healthy recipe closest to the run's flags (all its own flags matched, the most of them), and the
+    hyperparameters in which the run differs from it: {name: (the run's, the recipe's)}."""
+    defaults = hyperparameters(lesson)
+    best, best_diff = None, None
+    for recipe in (r for r in RECIPES if r.lesson == lesson):
+        expected = {**defaults, **recipe.flags}
+        diff = {k: (args.get(k), v) for k, v in expected.items() if k in args and args[k] != v}
+        if best is None or len(diff) < len(best_diff) or (len(diff) == len(best_diff)
+                                                          and len(recipe.flags) > len(best.flags)):
+            best, best_diff = recipe, diff
+    return best, best_diff
+
+
+def report(run: Run) -> tuple[list[str], list[Finding], ReturnVerdict | None]:
+    """The report's lines, the findings and the return's verdict."""
+    updates = len(run.series["losses/approx_kl"])
+    if updates < MIN_UPDATES:
+        raise BadInput(f"{run.folder} logged {updates} updates: too short to judge (at least {MIN_UPDATES})")
+    recipe, changed = recipe_for(run.lesson, run.args)
+    rows = healthy_rows(recipe)
+    seeds = len({(row["record"], row["seed"]) for row in rows})
+    steps = run.series["losses/approx_kl"][-1][0]
+    lines = [f"{run.folder}: {run.lesson} on {run.args.get('env_id')}, {steps:,} env steps, {updates} updates",
+             f"compared with {seeds} healthy run{'s' if seeds > 1 else ''} of {recipe.describe()} "
+             f"({', '.join(f'benchmarks/results/{r}-diagnostics.csv' for r in recipe.records)})"]
+    if changed:
+        lines.append("note: the healthy ranges were measured at those flags; your run changes "
+                     + ", ".join(f"{k.replace('_', '-')} ({mine!r}, there {theirs!r})" for k, (mine, theirs)
+                                 in changed.items())
+                     + ": a difference may be what the change does, not a fault")
+    findings = judge(run.series, ranges(rows))
+    verdict = judge_return(run.returns, healthy_returns(recipe) if "env_id" not in changed else {})
+    lines.append("")
+    if verdict is None:
+        lines.append(f"return: fewer than {2 * EPISODES} episodes finished, not judged")
+    else:
+        gain = "" if verdict.healthy_gain is None else \
+            f"; the slowest healthy seed had gained {verdict.healthy_gain:+.4g} by this step"
+        lines.append(f"return (mean of {EPISODES} episodes): first {verdict.first:.4g}, best {verdict.best:.4g}, "
+                     f"last {verdict.final:.4g}{gain}")
+        for anchor in verdict.symptoms:
+            lines.append(f"  ! {SYMPTOMS[anchor].short}: {GUIDE}#{anchor}")
+    if findings:
+        lines.append("")
+        lines.append("outside the healthy range (the median over the part of the run; the healthy limits):")
+        for f in findings:
+            if f.since is None:
+                when = "no stretch of it stayed out"
+            else:
+                when = f"out from about step {f.since[0]:,}" + ("" if f.since[1] else ", back inside by the end")
+            lines.append(f"  {f.tag} over {PART_NAMES[f.part]}: {f.median:.3g} against {f.limits[0]:.3g} to "
+                         f"{f.limits[1]:.3g}, {f.how_far()}; {when}")
+    symptoms = list(dict.fromkeys([*(verdict.symptoms if verdict else []),
+                                   *(f.symptom.anchor for f in findings if f.symptom)]))
+    lines.append("")
+    if symptoms:
+        lines.append("what it looks like, and the likely causes:")
+        lines += [f"  {SYMPTOMS[a].title}: {SYMPTOMS[a].short}. {GUIDE}#{a}" for a in symptoms]
+    else:
+        lines.append("looks healthy: every diagnostic and the return within the healthy runs' ranges")
+    return lines, findings, verdict
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m course.diagnose", description=__doc__.splitlines()[0])
+    parser.add_argument("run", type=Path, help="a run's folder, runs/<run> (its checkpoint.pt names the lesson)")
+    args = parser.parse_args(argv)
+    try:
+        lines = report(read_run(args.run))[0]
+    except BadInput as error:
+        print(f"python -m course.diagnose: error: {error}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
