@@ -120,8 +120,10 @@ def study_verdict(run: debugging.Recorded) -> str:
         return ""
     interval = f" [{float(r['low']):.4g}, {float(r['high']):.4g}]" if r["low"] else ""
     verdict = r["verdict"] + (f", Holm p {float(r['p_holm']):.2g}" if r["p_holm"] else "")
+    metric = {"auc": "the mean training return over the run", "final_return": "the final return"}.get(
+        r["metric"], r["metric"].replace("_", " "))
     return (f"the {r['study']} study ({r['task']}, {r['runs']} seeds against the default's {r['default_runs']}): "
-            f"{r['metric'].replace('_', ' ')} {float(r['effect']):+.4g}{interval}, {verdict}")
+            f"{metric}, {float(r['effect']):+.4g}{interval}, {verdict}")
 
 
 def what(j: Judged) -> str:

@@ -34,7 +34,7 @@ def lesson0_html(text: str, links=lambda text: text) -> tuple[str, dict[str, str
 
     held = links(_MATH.sub(hold, _COMMENT_LINE.sub("", text)))
     held = held.replace("<details>", '<details markdown="1">')
-    html = markdown.markdown(held, extensions=["tables", "md_in_html"])
+    html = markdown.markdown(held, extensions=["tables", "md_in_html", "fenced_code"])
     return heading_ids(html), tex
 
 

@@ -14,13 +14,26 @@ from benchmarks import debugging
 from conftest import ROOT
 from course import debugging as guide
 from course import diagnose
+from course.lessons import SCRIPTS
 
 GUIDE_TEXT = (ROOT / diagnose.GUIDE).read_text()
 
 
 def run_diagnose(*args, cwd=ROOT):
+    """`python -m course.diagnose ARGS` as a learner runs it, in a process of its own."""
     return subprocess.run([sys.executable, "-m", "course.diagnose", *map(str, args)], cwd=cwd, capture_output=True,
                           text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+
+
+@pytest.fixture
+def diagnosed(capsys):
+    """The command's main() in this process (the same code, without a second of imports each time): its exit code,
+    what it printed and what it wrote on stderr."""
+    def run(*args):
+        code = diagnose.main([str(a) for a in args])
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(args, code, out, err)
+    return run
 
 
 # --- the rule, by hand -------------------------------------------------------------------------------------------
@@ -92,20 +105,20 @@ BROKEN = [name for name in RECORDED if not name.startswith("healthy")]
 
 
 @pytest.mark.parametrize("name", [name for name in RECORDED if name.startswith("healthy")])
-def test_each_recorded_healthy_run_looks_healthy(name, tmp_path):
+def test_each_recorded_healthy_run_looks_healthy(name, tmp_path, diagnosed):
     row = RECORDED[name]
     folder = write_run(tmp_path / "runs" / name, row["lesson"], row["args"], *debugging.series(name))
-    done = run_diagnose(folder)
+    done = diagnosed(folder)
     assert done.returncode == 0, done.stderr
     assert "looks healthy" in done.stdout and "!" not in done.stdout and "note:" not in done.stdout
 
 
 @pytest.mark.parametrize("name", BROKEN)
-def test_each_recorded_broken_run_is_flagged_with_the_guides_symptom(name, tmp_path):
+def test_each_recorded_broken_run_is_flagged_with_the_guides_symptom(name, tmp_path, diagnosed):
     """The command names, for each broken run, every section of the guide whose causes list it."""
     row = RECORDED[name]
     folder = write_run(tmp_path / "runs" / name, row["lesson"], row["args"], *debugging.series(name))
-    done = run_diagnose(folder)
+    done = diagnosed(folder)
     assert done.returncode == 0, done.stderr
     listed = [anchor for anchor in diagnose.SYMPTOMS
               if f"`{row['command']}`" in GUIDE_TEXT.split(f"<!-- symptom:{anchor}:begin -->")[1].split(
@@ -116,13 +129,13 @@ def test_each_recorded_broken_run_is_flagged_with_the_guides_symptom(name, tmp_p
     assert "looks healthy" not in done.stdout
 
 
-def test_a_changed_flag_is_named_and_the_ranges_said_to_be_the_defaults(tmp_path):
+def test_a_changed_flag_is_named_and_the_ranges_said_to_be_the_defaults(tmp_path, diagnosed):
     row = RECORDED["cartpole-lr-x10"]
-    done = run_diagnose(write_run(tmp_path / "run", row["lesson"], row["args"], *debugging.series("cartpole-lr-x10")))
+    done = diagnosed(write_run(tmp_path / "run", row["lesson"], row["args"], *debugging.series("cartpole-lr-x10")))
     assert "note: the healthy ranges were measured at those flags; your run changes learning-rate (0.04" in done.stdout
 
 
-def test_the_report_reads_what_the_code_logged(tmp_path):
+def test_the_report_reads_what_the_code_logged(tmp_path):  # (as a learner runs it: in a process of its own)
     """Bug 1 (the ratio against the current policy): approx_kl 0 at every update, flagged below its range from
     the first update on."""
     row = RECORDED["bug-1"]
@@ -142,22 +155,22 @@ def one_line(done):
     return lines[0]
 
 
-def test_bad_input_gets_one_line_and_exit_2(tmp_path):
-    assert "no such folder" in one_line(run_diagnose(tmp_path / "nothing"))
+def test_bad_input_gets_one_line_and_exit_2(tmp_path, diagnosed):
+    assert "no such folder" in one_line(run_diagnose(tmp_path / "nothing"))  # (the process's exit code and stderr)
     (tmp_path / "empty").mkdir()
-    assert "holds no TensorBoard events" in one_line(run_diagnose(tmp_path / "empty"))
+    assert "holds no TensorBoard events" in one_line(diagnosed(tmp_path / "empty"))
     row = RECORDED["healthy-cartpole"]
     series, returns = debugging.series("healthy-cartpole")
     folder = write_run(tmp_path / "other", row["lesson"], row["args"], series, returns)
     (folder / "checkpoint.pt").unlink()
-    assert "holds no checkpoint.pt" in one_line(run_diagnose(folder))
+    assert "holds no checkpoint.pt" in one_line(diagnosed(folder))
     torch.save({"model": {}}, folder / "checkpoint.pt")  # another program's checkpoint
-    assert "is not a checkpoint of one of the lessons" in one_line(run_diagnose(folder))
+    assert "is not a checkpoint of one of the lessons" in one_line(diagnosed(folder))
     (folder / "checkpoint.pt").write_bytes(b"not a checkpoint")
-    assert "cannot read" in one_line(run_diagnose(folder))
+    assert "cannot read" in one_line(diagnosed(folder))
     short = write_run(tmp_path / "short", row["lesson"], row["args"],
                       {tag: points[:diagnose.MIN_UPDATES - 1] for tag, points in series.items()}, returns[:5])
-    assert "too short to judge" in one_line(run_diagnose(short))
+    assert "too short to judge" in one_line(diagnosed(short))
     assert run_diagnose().returncode == 2  # no folder given: argparse's usage and exit 2
 
 
@@ -238,3 +251,36 @@ def test_the_margin_is_the_smallest_without_a_held_out_false_alarm_in_the_larger
     assert diagnose.MARGIN == min(quiet)
     assert diagnose.MARGIN in guide.MARGINS and all(larger(debugging.held_out(m)[1]) for m in guide.MARGINS
                                                     if m < diagnose.MARGIN)
+
+
+def test_no_healthy_seed_on_record_is_flagged_in_any_lesson():
+    """Every seed of every healthy record, the pixel lessons' too, judged by its medians against its recipe's
+    limits (the rule's; held-out seeds: benchmarks/README.md)."""
+    judged = 0
+    for recipe in diagnose.RECIPES:
+        rows = diagnose.healthy_rows(recipe)
+        healthy = diagnose.ranges(rows)
+        for seed in {(row["record"], row["seed"]) for row in rows}:
+            medians = {(row["tag"], row["part"]): row["median"] for row in rows
+                       if (row["record"], row["seed"]) == seed}
+            assert diagnose.outside(medians, healthy) == [], (recipe.describe(), seed)
+            judged += 1
+    assert {recipe.lesson for recipe in diagnose.RECIPES} == set(SCRIPTS) and judged >= 50
+
+
+@pytest.mark.parametrize("lesson, flags, record", [
+    ("ppo_cartpole.py", {}, "diagnostics/ppo_cartpole"),
+    ("ppo_lunarlander_vec.py", {"total_timesteps": 500_000}, "exercises/ppo_lunarlander_vec-500k"),
+    ("ppo_pendulum_continuous.py", {"objective": "kl", "clip_vloss": True}, "diagnostics/ppo_pendulum_continuous-kl"),
+    ("ppo_breakout_atari.py", {"total_timesteps": 10_000_000, "anneal_clip": True},
+     "diagnostics/ppo_breakout_atari-long40m"),
+    ("ppo_breakout_atari.py", {"total_timesteps": 500_000}, "ppo_breakout_atari-constclip"),
+    ("ppo_mario_cnn.py", {"total_timesteps": 122_880, "anneal_lr": True, "action_type": "right"},
+     "diagnostics/ppo_mario_cnn-right"),
+])
+def test_a_run_is_compared_with_the_recipe_it_shares_its_flags_with(lesson, flags, record):
+    args = {**diagnose.hyperparameters(lesson), **flags, "seed": 7, "exp_name": "mine"}
+    recipe, changed = diagnose.recipe_for(lesson, args)
+    assert record in recipe.records and changed == {}
+    recipe, changed = diagnose.recipe_for(lesson, {**args, "ent_coef": 0.5})
+    assert record in recipe.records and list(changed) == ["ent_coef"]

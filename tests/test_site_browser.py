@@ -141,7 +141,8 @@ def test_the_switch_hides_prose_only_hunks_until_asked(site, driver):
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.module)
 def test_a_lesson_page_shows_the_loop_as_lines_and_try_this_as_experiments(site, driver, lesson):
     """The docstring's pseudocode keeps its lines and their indentation (a code block), and each "Try this"
-    experiment is an item: its command, then the question to predict, the answer and what was measured."""
+    experiment is an item: its command, then the question to predict, the answer and what was measured, and where
+    a recorded run of its setting showed one, the symptom's section of the debugging guide, a link."""
     from course.lessons import try_this
 
     _, experiments = try_this(__import__(lesson.module).__doc__)
@@ -150,9 +151,12 @@ def test_a_lesson_page_shows_the_loop_as_lines_and_try_this_as_experiments(site,
     assert loop.tag_name in ("pre", "div") and "\n" in loop.get_attribute("textContent").strip()
     items = driver.find_elements(By.XPATH, "//p[strong[starts-with(., 'Try this')]]/following-sibling::ul[1]/li")
     assert [item.find_element(By.TAG_NAME, "code").text for item in items] == [e.command for e in experiments]
-    for item in items:
+    for item, e in zip(items, experiments):
         assert [li.text.split(":")[0] for li in item.find_elements(By.CSS_SELECTOR, "ul li")] == \
-            ["Predict", "Answer", "Measured"]
+            ["Predict", "Answer", "Measured"] + (["Symptom"] if e.symptom else [])
+        if e.symptom:
+            link = item.find_element(By.CSS_SELECTOR, "ul li:last-child a")
+            assert link.get_attribute("href").endswith("/debugging.html#" + e.symptom.split("#")[1])
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.module)
