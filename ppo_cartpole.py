@@ -425,8 +425,10 @@ def checked_env(args: Args, render_mode: Optional[str]) -> gym.Env:
     if not (isinstance(env.observation_space, gym.spaces.Box) and len(env.observation_space.shape) == 1):
         fail(f"--env-id {args.env_id}: its observations are {env.observation_space}; this script needs a flat Box "
              "(for Atari's frames use ppo_breakout_atari.py)")
-    if env.observation_space.dtype != np.float32:  # (the network's weights are float32: float64 inputs would stop it)
-        env = gym.wrappers.DtypeObservation(env, np.float32)
+    if env.observation_space.dtype != np.float32:  # (MuJoCo's float64, say: the network's weights are float32)
+        space = env.observation_space
+        float32_space = gym.spaces.Box(space.low.astype(np.float32), space.high.astype(np.float32), dtype=np.float32)
+        env = gym.wrappers.TransformObservation(env, lambda obs: obs.astype(np.float32), float32_space)
     return env
 
 

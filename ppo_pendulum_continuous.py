@@ -50,7 +50,6 @@ Differs from ppo_lunarlander_vec.py in:
     - `--objective clip|kl|none`, `--kl-target`, `--kl-beta-init`, `--no-kl-adaptive`; losses/kl
     - `RunningMeanStd` and `RewardScaler`, both checkpointed
     - Pendulum's hyperparameters and 20 evaluation episodes; the value loss unclipped
-    - `make_env` casts MuJoCo's float64 observations to float32
 
 Deliberately left out, and the script that has each:
     - discrete actions -> ppo_lunarlander_vec.py; pixels, a CNN, torch.distributed -> ppo_breakout_atari.py
@@ -173,10 +172,6 @@ class Hyperparameters:
 def make_env(args: Args, video_folder: Optional[str] = None, video_trigger=None) -> gym.Env:
     """The wrapper stack. RecordEpisodeStatistics reports each finished episode in info["episode"]."""
     env = checked_env(args, render_mode="rgb_array" if video_folder else None)  # gym.make, refusing bad ids
-    if env.observation_space.dtype != np.float32:  # MuJoCo's float64
-        space = env.observation_space
-        float32_space = gym.spaces.Box(space.low.astype(np.float32), space.high.astype(np.float32), dtype=np.float32)
-        env = gym.wrappers.TransformObservation(env, lambda obs: obs.astype(np.float32), float32_space)
     if video_folder:
         env = record_video(env, video_folder, video_trigger)
     # ClipAction: the Gaussian is unbounded, the env is not. Only the env sees the action clipped ([37] continuous
@@ -705,6 +700,10 @@ def checked_env(args: Args, render_mode: Optional[str]) -> gym.Env:
     if not (isinstance(env.observation_space, gym.spaces.Box) and len(env.observation_space.shape) == 1):
         fail(f"--env-id {args.env_id}: its observations are {env.observation_space}; this script needs a flat Box "
              "(for images use ppo_breakout_atari.py)")
+    if env.observation_space.dtype != np.float32:  # (MuJoCo's float64, say: the network's weights are float32)
+        space = env.observation_space
+        float32_space = gym.spaces.Box(space.low.astype(np.float32), space.high.astype(np.float32), dtype=np.float32)
+        env = gym.wrappers.TransformObservation(env, lambda obs: obs.astype(np.float32), float32_space)
     return env
 
 
