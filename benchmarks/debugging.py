@@ -10,7 +10,7 @@ every episode's return (<name>-series.csv), and a row of runs.csv: its command, 
 its wall time.
 
 Usage:
-    python -m benchmarks.debugging --record                 # every run (about 20 minutes on 2 cores)
+    python -m benchmarks.debugging --record                 # every run (26 minutes here, sharing 2 cores)
     python -m benchmarks.debugging --record cartpole-lr-x10 # one
     python -m benchmarks.debugging                          # list them
 """
