@@ -45,12 +45,7 @@ from benchmarks.core import launch, runs
 from benchmarks.core.plots import Curves, plot_curves
 from benchmarks.core.records import PLAY_LINE, curves_path, diagnostics_path, markdown_table, write_csv
 from benchmarks.core.runs import SPS_TAG, RunFailed
-from benchmarks.core.stats import diagnostic_spreads, rolling_first_crossing
-
-# Logged once per update by every script: how far the update moved pi (approx_kl, clipfrac), how well V fits
-# the returns (explained_variance, value_loss) and how random pi still is (entropy).
-DIAGNOSTIC_TAGS = ("losses/approx_kl", "losses/clipfrac", "losses/explained_variance", "losses/entropy",
-                   "losses/value_loss")
+from benchmarks.core.stats import DIAGNOSTIC_TAGS, diagnostic_spreads, rolling_first_crossing
 
 
 @dataclass

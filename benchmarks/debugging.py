@@ -30,9 +30,10 @@ from pathlib import Path
 from benchmarks.core import launch
 from benchmarks.core.records import read_csv
 from benchmarks.core.runs import find_runs, newest, read_scalars
+from benchmarks.core.stats import DIAGNOSTIC_TAGS
 
 RECORD = launch.ROOT / "benchmarks" / "results" / "debugging"
-TAGS = ("losses/approx_kl", "losses/clipfrac", "losses/explained_variance", "losses/entropy", "losses/value_loss")
+TAGS = DIAGNOSTIC_TAGS
 RETURN = "charts/episodic_return"
 
 
@@ -167,18 +168,17 @@ def series(name: str) -> tuple[dict[str, list[tuple[int, float]]], list[tuple[in
 def symptoms_of(name: str) -> list[str]:
     """The guide's sections (course.diagnose.SYMPTOMS' anchors) that course.diagnose names for a recorded run: the
     return's first, then the diagnostics', the furthest outside its limits first."""
+    judged = assessment(name)
+    first = judged.verdict.symptoms if judged.verdict else []
+    return [*first, *sorted((a for a in judged.symptoms() if a not in first), key=lambda a: -judged.worst(a))]
+
+
+def assessment(name: str):
+    """A recorded run as course.diagnose judges it (a course.diagnose.Assessment)."""
     from course import diagnose
 
     row = recorded_runs()[name]
-    recipe, _ = diagnose.recipe_for(row["lesson"], row["args"])
-    found, returns = series(name)
-    findings = diagnose.judge(found, diagnose.ranges(diagnose.healthy_rows(recipe)))
-    verdict = diagnose.judge_return(returns, diagnose.healthy_returns(recipe))
-    worst: dict[str, float] = {}
-    for f in findings:
-        if f.symptom:
-            worst[f.symptom.anchor] = max(worst.get(f.symptom.anchor, 0.0), f.severity())
-    return [*(verdict.symptoms if verdict else []), *sorted(worst, key=lambda anchor: -worst[anchor])]
+    return diagnose.assess(row["lesson"], row["args"], *series(name))
 
 
 def study_symptoms() -> dict[tuple[str, str], list[str]]:
@@ -195,7 +195,7 @@ def held_out(margin: float) -> tuple[int, list[tuple]]:
     judged, alarms = 0, []
     for recipe in diagnose.RECIPES:
         rows = diagnose.healthy_rows(recipe)
-        seeds = sorted({(row["record"], row["seed"]) for row in rows})
+        seeds = diagnose.seeds(rows)
         if len(seeds) < 2:
             continue
         for seed in seeds:

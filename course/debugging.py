@@ -22,7 +22,6 @@ import textwrap
 from dataclasses import dataclass
 
 from benchmarks import debugging
-from benchmarks.core.records import read_csv
 from course import diagnose
 from course.figures import BLUE, GREY, ROOT, between, plt, shown, svg
 
@@ -44,10 +43,6 @@ TAG_OF = {  # the diagnostic a symptom's figure and range table show
 RETURN_SYMPTOMS = ("the-return-stays-flat", "the-return-rises-then-collapses")
 
 
-def severity(f: diagnose.Finding) -> float:
-    return f.severity()
-
-
 def key(recipe: diagnose.Recipe) -> tuple:
     return recipe.lesson, tuple(sorted(recipe.flags.items()))
 
@@ -58,17 +53,25 @@ class Judged:
     name: str
     run: debugging.Recorded
     row: dict  # runs.csv's
-    recipe: diagnose.Recipe
-    changed: dict
-    findings: list
-    verdict: diagnose.ReturnVerdict | None
+    assessed: diagnose.Assessment
     series: dict
     returns: list
 
     @property
+    def recipe(self) -> diagnose.Recipe:
+        return self.assessed.recipe
+
+    @property
+    def findings(self) -> list[diagnose.Finding]:
+        return self.assessed.findings
+
+    @property
+    def verdict(self) -> diagnose.ReturnVerdict | None:
+        return self.assessed.verdict
+
+    @property
     def symptoms(self) -> list[str]:
-        return list(dict.fromkeys([*(self.verdict.symptoms if self.verdict else []),
-                                   *(f.symptom.anchor for f in self.findings if f.symptom)]))
+        return self.assessed.symptoms()
 
     def severity(self, anchor: str) -> float:
         """How far outside its range the run's worst finding for `anchor` is, in widths of the range (on the
@@ -78,19 +81,16 @@ class Judged:
             return (v.healthy_gain - (v.final - v.first)) / v.healthy_gain
         if anchor == "the-return-rises-then-collapses":  # the share of its best gain it lost
             return (v.best - v.final) / (v.best - v.first)
-        return max((severity(f) for f in self.findings if f.symptom and f.symptom.anchor == anchor),
-                   default=0.0)
+        return self.assessed.worst(anchor)
 
 
 def judged_runs() -> dict[str, Judged]:
     """Every recorded run, judged."""
     out = {}
     for name, row in debugging.recorded_runs().items():
-        recipe, changed = diagnose.recipe_for(row["lesson"], row["args"])
         series, returns = debugging.series(name)
-        findings = diagnose.judge(series, diagnose.ranges(diagnose.healthy_rows(recipe)))
-        verdict = diagnose.judge_return(returns, diagnose.healthy_returns(recipe))
-        out[name] = Judged(name, debugging.BY_NAME[name], row, recipe, changed, findings, verdict, series, returns)
+        out[name] = Judged(name, debugging.BY_NAME[name], row, diagnose.assess(row["lesson"], row["args"], series,
+                                                                              returns), series, returns)
     return out
 
 
@@ -109,13 +109,12 @@ def unmeasured(runs: dict[str, Judged] | None = None) -> list[str]:
 def study_verdict(run: debugging.Recorded) -> str:
     """The study's corrected verdict on the run's setting, on the study's leading score, as effects.csv records it
     ("" where none)."""
-    from benchmarks.ablations import STUDIES
+    from benchmarks.ablations import STUDIES, read_effects
 
     if not run.study:
         return ""
     leading = STUDIES[run.study[0]].metrics[0].name
-    r = next((r for r in read_csv(ROOT / "benchmarks" / "results" / "ablations" / "effects.csv")
-              if (r["study"], r["setting"], r["metric"]) == (*run.study, leading)), None)
+    r = next((r for r in read_effects() if (r["study"], r["setting"], r["metric"]) == (*run.study, leading)), None)
     if r is None:
         return ""
     interval = f" [{float(r['low']):.4g}, {float(r['high']):.4g}]" if r["low"] else ""
@@ -147,7 +146,7 @@ def cause_lines(anchor: str, runs: dict[str, Judged]) -> list[str]:
             evidence = (f"return (mean of {diagnose.EPISODES} episodes) first {v.first:.4g}, best {v.best:.4g}, "
                         f"last {v.final:.4g}; the slowest healthy seed gained {v.healthy_gain:+.4g} by then")
         else:
-            f = max((f for f in j.findings if f.symptom and f.symptom.anchor == anchor), key=severity)
+            f = max((f for f in j.findings if f.symptom and f.symptom.anchor == anchor), key=diagnose.Finding.severity)
             evidence = (f"{f.tag} median {f.median:.3g} over {diagnose.PART_NAMES[f.part]}, healthy "
                         f"{f.limits[0]:.3g} to {f.limits[1]:.3g}")
         if anchor not in RETURN_SYMPTOMS:
@@ -238,7 +237,7 @@ def recipes_block() -> str:
     lines = ["| lesson and flags | healthy seeds | updates per run | records (benchmarks/results/) |", "|---|---|---|---|"]
     for recipe in diagnose.RECIPES:
         rows = diagnose.healthy_rows(recipe)
-        seeds = sorted({(row["record"], row["seed"]) for row in rows})
+        seeds = diagnose.seeds(rows)
         counts = sorted({row["count"] for row in rows if row["part"] == "all"})
         count = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
         records = ", ".join(f"[`{r}`](results/{r}-diagnostics.csv)" for r in recipe.records)
@@ -249,10 +248,10 @@ def recipes_block() -> str:
 def held_out_block() -> str:
     """benchmarks/README.md's table of the rule's false alarms on held-out healthy seeds, by margin."""
     lines = ["| margin | held-out seeds | false alarms | of them, in recipes of 5 seeds or more |", "|---|---|---|---|"]
+    sizes = {r.describe(): len(diagnose.seeds(diagnose.healthy_rows(r))) for r in diagnose.RECIPES}
     for margin in MARGINS:
         judged, alarms = debugging.held_out(margin)
-        big = [a for a in alarms if len({(row["record"], row["seed"]) for row in diagnose.healthy_rows(
-            next(r for r in diagnose.RECIPES if r.describe() == a[0]))}) >= 5]
+        big = [a for a in alarms if sizes[a[0]] >= 5]
         mark = " (the rule's)" if margin == diagnose.MARGIN else ""
         lines.append(f"| {margin:g}{mark} | {judged} | {len(alarms)} | {len(big)} |")
     return "\n".join(lines)

@@ -28,18 +28,21 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import math
 import statistics
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks.core.stats import DIAGNOSTIC_TAGS, run_parts
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 GUIDE = "course/when-ppo-does-not-learn.md"
-TAGS = ("losses/approx_kl", "losses/clipfrac", "losses/explained_variance", "losses/entropy", "losses/value_loss")
+TAGS = DIAGNOSTIC_TAGS
 LOG_SCALE = {"losses/approx_kl", "losses/value_loss"}  # positive, and spread over decades between healthy seeds
-PARTS = ("all", "second half")
+PARTS = tuple(run_parts([]))  # the parts of a run the records hold: all of it, its second half
 PART_NAMES = {"all": "the whole run", "second half": "its second half"}
 MARGIN = 1.5  # the smallest margin with no false alarm on held-out healthy seeds (benchmarks/README.md)
 MIN_UPDATES = 10  # fewer logged updates than this: too short to judge
@@ -132,28 +135,43 @@ def curves_file(record: str) -> Path:
 
 
 def healthy_rows(recipe: Recipe) -> list[dict]:
-    """The recipe's diagnostics rows (one per seed, tag and part), every record's."""
+    """The recipe's diagnostics rows (one per seed, tag and part), every record's (read once a process)."""
+    return _rows(recipe.records)
+
+
+@functools.cache
+def _rows(records: tuple[str, ...]) -> list[dict]:
     from benchmarks.core.records import load_diagnostics
 
     rows = []
-    for record in recipe.records:
+    for record in records:
         rows += [{**row, "record": record} for row in load_diagnostics(RESULTS / f"{record}-diagnostics.csv")]
     return rows
 
 
+def seeds(rows: list[dict]) -> list[tuple[str, str]]:
+    """The healthy seeds diagnostics rows hold: (record, seed), in order."""
+    return sorted({(row["record"], row["seed"]) for row in rows})
+
+
 def healthy_returns(recipe: Recipe) -> dict[str, list[tuple[int, float]]]:
-    """Each healthy seed's training episodes, (env step, return), by record and seed."""
+    """Each healthy seed's training episodes, (env step, return), by record and seed (read once a process)."""
+    return _returns(recipe.records)
+
+
+@functools.cache
+def _returns(records: tuple[str, ...]) -> dict[str, list[tuple[int, float]]]:
     from benchmarks.core.records import load_points
 
-    seeds: dict[str, list[tuple[int, float]]] = {}
-    for record in recipe.records:
+    found: dict[str, list[tuple[int, float]]] = {}
+    for record in records:
         path = curves_file(record)
         if not path.exists():
             continue
         for point in load_points(path):
             if point["kind"] == "training" and point["tag"] == "charts/episodic_return":
-                seeds.setdefault(f"{record} {point['seed']}", []).append((point["env_steps"], point["value"]))
-    return seeds
+                found.setdefault(f"{record} {point['seed']}", []).append((point["env_steps"], point["value"]))
+    return found
 
 
 # --- the judgement --------------------------------------------------------------------------------------------
@@ -224,15 +242,6 @@ class Finding:
         return f"{abs(self.median - edge):.3g} {self.direction} the range"
 
 
-def median_of(values: list[float]) -> float:
-    return statistics.median(values)
-
-
-def parts(values: list[float]) -> dict[str, list[float]]:
-    """A series' parts as the records hold them (benchmarks.core.stats.diagnostic_spreads)."""
-    return {"all": values, "second half": values[len(values) // 2:]}
-
-
 def since(series: list[tuple[int, float]], limits: tuple[float, float], direction: str) -> tuple[int, bool] | None:
     """When the run's rolling median (over a tenth of the updates, at least 5) first went outside the limits on
     `direction`'s side: (the middle step of that window, whether it is still outside at the end); None if it never
@@ -266,11 +275,9 @@ def outside(medians: dict[tuple[str, str], float], healthy: dict[tuple[str, str]
 def judge(series: dict[str, list[tuple[int, float]]], healthy: dict[tuple[str, str], Range],
           margin: float = MARGIN) -> list[Finding]:
     """What in a run's diagnostics (tag -> [(env step, value)] in logging order) lies outside the healthy ranges."""
-    medians = {(tag, part): median_of(values) for tag, points in series.items() if points
-               for part, values in parts([v for _, v in points]).items()}
-    return [Finding(tag, part, value, limits, direction,
-                    since(series[tag][len(series[tag]) // 2:] if part == "second half" else series[tag], limits,
-                          direction))
+    medians = {(tag, part): statistics.median(values) for tag, points in series.items() if points
+               for part, values in run_parts([v for _, v in points]).items()}
+    return [Finding(tag, part, value, limits, direction, since(run_parts(series[tag])[part], limits, direction))
             for tag, part, value, limits, direction in outside(medians, healthy, margin)]
 
 
@@ -382,25 +389,52 @@ def recipe_for(lesson: str, args: dict) -> tuple[Recipe, dict[str, tuple]]:
     return best, best_diff
 
 
+@dataclass
+class Assessment:
+    """A run judged: the healthy recipe it was held to, the flags it changes from it, what lies outside the
+    diagnostics' limits and the return's verdict."""
+    recipe: Recipe
+    changed: dict[str, tuple]
+    findings: list[Finding]
+    verdict: ReturnVerdict | None
+
+    def symptoms(self) -> list[str]:
+        """The guide's sections it shows (anchors): the return's first, then the diagnostics' in their order."""
+        return list(dict.fromkeys([*(self.verdict.symptoms if self.verdict else []),
+                                   *(f.symptom.anchor for f in self.findings if f.symptom)]))
+
+    def worst(self, anchor: str) -> float:
+        """How far outside its limits the run's furthest finding for a diagnostic's symptom is (Finding.severity)."""
+        return max((f.severity() for f in self.findings if f.symptom and f.symptom.anchor == anchor), default=0.0)
+
+
+def assess(lesson: str, args: dict, series: dict[str, list[tuple[int, float]]],
+           returns: list[tuple[int, float]]) -> Assessment:
+    """A run of `lesson` with `args` (its checkpoint's flags), its diagnostics' `series` and its `returns`, held to
+    the healthy recipe it shares its flags with. The return is not judged against a recipe of another env."""
+    recipe, changed = recipe_for(lesson, args)
+    findings = judge(series, ranges(healthy_rows(recipe)))
+    verdict = judge_return(returns, healthy_returns(recipe) if "env_id" not in changed else {})
+    return Assessment(recipe, changed, findings, verdict)
+
+
 def report(run: Run) -> tuple[list[str], list[Finding], ReturnVerdict | None]:
     """The report's lines, the findings and the return's verdict."""
     updates = len(run.series["losses/approx_kl"])
     if updates < MIN_UPDATES:
         raise BadInput(f"{run.folder} logged {updates} updates: too short to judge (at least {MIN_UPDATES})")
-    recipe, changed = recipe_for(run.lesson, run.args)
-    rows = healthy_rows(recipe)
-    seeds = len({(row["record"], row["seed"]) for row in rows})
+    assessed = assess(run.lesson, run.args, run.series, run.returns)
+    recipe, changed, findings, verdict = assessed.recipe, assessed.changed, assessed.findings, assessed.verdict
+    count = len(seeds(healthy_rows(recipe)))
     steps = run.series["losses/approx_kl"][-1][0]
     lines = [f"{run.folder}: {run.lesson} on {run.args.get('env_id')}, {steps:,} env steps, {updates} updates",
-             f"compared with {seeds} healthy run{'s' if seeds > 1 else ''} of {recipe.describe()} "
+             f"compared with {count} healthy run{'s' if count > 1 else ''} of {recipe.describe()} "
              f"({', '.join(f'benchmarks/results/{r}-diagnostics.csv' for r in recipe.records)})"]
     if changed:
         lines.append("note: the healthy ranges were measured at those flags; your run changes "
                      + ", ".join(f"{k.replace('_', '-')} ({mine!r}, there {theirs!r})" for k, (mine, theirs)
                                  in changed.items())
                      + ": a difference may be what the change does, not a fault")
-    findings = judge(run.series, ranges(rows))
-    verdict = judge_return(run.returns, healthy_returns(recipe) if "env_id" not in changed else {})
     lines.append("")
     if verdict is None:
         lines.append(f"return: fewer than {2 * EPISODES} episodes finished, not judged")
@@ -421,8 +455,7 @@ def report(run: Run) -> tuple[list[str], list[Finding], ReturnVerdict | None]:
                 when = f"out from about step {f.since[0]:,}" + ("" if f.since[1] else ", back inside by the end")
             lines.append(f"  {f.tag} over {PART_NAMES[f.part]}: {f.median:.3g} against {f.limits[0]:.3g} to "
                          f"{f.limits[1]:.3g}, {f.how_far()}; {when}")
-    symptoms = list(dict.fromkeys([*(verdict.symptoms if verdict else []),
-                                   *(f.symptom.anchor for f in findings if f.symptom)]))
+    symptoms = assessed.symptoms()
     lines.append("")
     if symptoms:
         lines.append("what it looks like, and the likely causes:")

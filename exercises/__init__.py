@@ -142,15 +142,20 @@ GAE_CASES = [
 
 # --- the clipped surrogate objective ----------------------------------------------------------------------------------
 
+def the_loss(loss, expected) -> None:
+    """A learner's loss must be a torch scalar, the mean over the samples, equal to `expected`."""
+    if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
+        raise Failed(f"expected a torch scalar (the mean over the samples), got {type(loss).__name__} "
+                     f"{tuple(loss.shape) if isinstance(loss, torch.Tensor) else ''}")
+    close(loss, expected, "the loss: ")
+
+
 def _clip_case(ratios, advantages, eps, value, slopes):
     """Check -L^CLIP's value and its gradient in the ratios (each sample's d(-L)/dr_i, the mean's 1/B included)."""
     def run(fn):
         ratio = torch.tensor(ratios, dtype=torch.float64, requires_grad=True)
         loss = fn(ratio, torch.tensor(advantages, dtype=torch.float64), eps)
-        if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
-            raise Failed(f"expected a torch scalar (the mean over the samples), got {type(loss).__name__} "
-                         f"{tuple(loss.shape) if isinstance(loss, torch.Tensor) else ''}")
-        close(loss, value, "the loss: ")
+        the_loss(loss, value)
         if not loss.requires_grad:
             raise Failed("the loss carries no gradient: compute it from `ratio` with torch operations")
         loss.backward()
@@ -251,10 +256,7 @@ def _loss_case(new, old, advantages, value, targets, entropy, expected, slopes=N
         tensors = [torch.tensor(x, dtype=torch.float64, requires_grad=True) for x in (new, value, entropy)]
         loss = fn(tensors[0], torch.tensor(old, dtype=torch.float64), torch.tensor(advantages, dtype=torch.float64),
                   tensors[1], torch.tensor(targets, dtype=torch.float64), tensors[2], *coefs)
-        if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
-            raise Failed(f"expected a torch scalar (the mean over the samples), got {type(loss).__name__} "
-                         f"{tuple(loss.shape) if isinstance(loss, torch.Tensor) else ''}")
-        close(loss, expected, "the loss: ")
+        the_loss(loss, expected)
         if slopes is not None:
             if not loss.requires_grad:
                 raise Failed("the loss carries no gradient: compute it with torch operations on the inputs")
@@ -316,9 +318,7 @@ def _value_case(new, old, targets, eps, value, slopes):
     def run(fn):
         newvalue = torch.tensor(new, dtype=torch.float64, requires_grad=True)
         loss = fn(newvalue, torch.tensor(old, dtype=torch.float64), torch.tensor(targets, dtype=torch.float64), eps)
-        if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
-            raise Failed(f"expected a torch scalar (the mean over the samples), got {type(loss).__name__}")
-        close(loss, value, "the loss: ")
+        the_loss(loss, value)
         loss.backward()
         close(newvalue.grad, slopes, "its gradient in V: ")
     return run

@@ -23,6 +23,7 @@ from pathlib import Path
 from benchmarks.core import launch
 from benchmarks.core.records import load_diagnostics, read_csv
 from benchmarks.core.runs import read_scalars
+from benchmarks.core.stats import DIAGNOSTIC_TAGS
 
 RESULTS = launch.ROOT / "benchmarks" / "results"
 
@@ -200,7 +201,7 @@ def train(number: int, more: tuple[str, ...] = (), seed: int = 1) -> Path:
     return run_dir
 
 
-TAGS = ("losses/approx_kl", "losses/clipfrac", "losses/explained_variance", "losses/entropy", "losses/value_loss")
+TAGS = DIAGNOSTIC_TAGS
 RECORD = RESULTS / "bugs"
 
 

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import statistics
 
+# Logged once per update by every script: how far the update moved pi (approx_kl, clipfrac), how well V fits
+# the returns (explained_variance, value_loss) and how random pi still is (entropy).
+DIAGNOSTIC_TAGS = ("losses/approx_kl", "losses/clipfrac", "losses/explained_variance", "losses/entropy",
+                   "losses/value_loss")
+
 
 def rolling_mean(values: list[float], window: int) -> list[float]:
     """At each episode i, the mean of the `window` most recent values (episodes i-window+1 .. i), or of all of
@@ -69,9 +74,15 @@ def diagnostic_spreads(scalars: dict[str, list], tags: tuple[str, ...]) -> list[
         values = [event.value for event in scalars.get(tag, [])]
         if not values:
             continue
-        for part, part_values in (("all", values), ("second half", values[len(values) // 2 :])):
+        for part, part_values in run_parts(values).items():
             rows.append({"tag": tag, "part": part, **spread(part_values)})
     return rows
+
+
+def run_parts(values: list) -> dict[str, list]:
+    """A run's per-update values split as the diagnostics records hold them: "all" of them, and its "second half"
+    (values[n // 2:], the middle one included when n is odd)."""
+    return {"all": values, "second half": values[len(values) // 2 :]}
 
 
 def diagnostic_ranges(rows: list[dict]) -> list[dict]:
