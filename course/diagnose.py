@@ -30,6 +30,7 @@ import argparse
 import dataclasses
 import functools
 import math
+import pickle
 import statistics
 import sys
 from dataclasses import dataclass, field
@@ -346,6 +347,8 @@ def read_run(folder: Path) -> Run:
     folder = Path(folder)
     if folder.is_file() and folder.name == "checkpoint.pt":
         folder = folder.parent
+    if folder.is_file():
+        raise BadInput(f"{folder} is a file, not a folder: give a run's folder, runs/<run>")
     if not folder.is_dir():
         raise BadInput(f"no such folder: {folder} (give a run's folder, runs/<run>)")
     if not list(folder.glob("events.out.tfevents.*")):
@@ -356,6 +359,9 @@ def read_run(folder: Path) -> Run:
                        "every --checkpoint-every updates and at the end)")
     try:
         ckpt = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:  # torch's message advises weights_only=False: never load an unknown pickle so
+        raise BadInput(f"cannot read {checkpoint}: the safe loader (tensors, numbers and strings only) refused it, "
+                       "so it is not a checkpoint one of the lessons wrote") from None
     except Exception as error:  # noqa: BLE001 (any unreadable file is the same bad input)
         raise BadInput(f"cannot read {checkpoint}: {type(error).__name__}: {error}".splitlines()[0]) from None
     if not isinstance(ckpt, dict) or ckpt.get("script") not in LESSONS or not isinstance(ckpt.get("args"), dict):

@@ -42,7 +42,8 @@ EQUATIONS = {eq.key: eq for eq in [
              r"L^{VF}_t(\theta) + c_2\,S[\pi_\theta](s_t)\right],\quad L^{VF}_t = \left(V_\theta(s_t) - "
              r"V^\text{targ}_t\right)^2"),
     Equation("11", "paper eq. 11", r"\hat{A}_t = \delta_t + (\gamma\lambda)\,\delta_{t+1} + \cdots + "
-             r"(\gamma\lambda)^{T-t+1}\,\delta_{T-1}"),
+             r"(\gamma\lambda)^{T-t-1}\,\delta_{T-1}"),  # the paper prints T-t+1, a typo: delta_{T-1} is
+    # T-1-t steps of gamma lambda after delta_t
     Equation("12", "paper eq. 12", r"\delta_t = r_t + \gamma\,V(s_{t+1}) - V(s_t)"),
     Equation("GAE", "GAE, section 3", r"\hat{A}_t^{\mathrm{GAE}(\gamma,\lambda)} = \sum_{l=0}^{\infty}"
              r"(\gamma\lambda)^l\,\delta^V_{t+l}"),

@@ -155,8 +155,14 @@ def one_line(done):
     return lines[0]
 
 
+class Unsafe:
+    """An object torch's weights_only loader refuses (a pickle of a class of ours, not of tensors)."""
+
+
 def test_bad_input_gets_one_line_and_exit_2(tmp_path, diagnosed):
     assert "no such folder" in one_line(run_diagnose(tmp_path / "nothing"))  # (the process's exit code and stderr)
+    (tmp_path / "notes.txt").write_text("a file")
+    assert "is a file, not a folder" in one_line(diagnosed(tmp_path / "notes.txt"))
     (tmp_path / "empty").mkdir()
     assert "holds no TensorBoard events" in one_line(diagnosed(tmp_path / "empty"))
     row = RECORDED["healthy-cartpole"]
@@ -167,7 +173,9 @@ def test_bad_input_gets_one_line_and_exit_2(tmp_path, diagnosed):
     torch.save({"model": {}}, folder / "checkpoint.pt")  # another program's checkpoint
     assert "is not a checkpoint of one of the lessons" in one_line(diagnosed(folder))
     (folder / "checkpoint.pt").write_bytes(b"not a checkpoint")
-    assert "cannot read" in one_line(diagnosed(folder))
+    assert "cannot read" in (line := one_line(diagnosed(folder))) and "weights_only" not in line
+    torch.save({"script": row["lesson"], "args": row["args"], "extra": Unsafe()}, folder / "checkpoint.pt")
+    assert "the safe loader" in (line := one_line(diagnosed(folder))) and "weights_only" not in line
     short = write_run(tmp_path / "short", row["lesson"], row["args"],
                       {tag: points[:diagnose.MIN_UPDATES - 1] for tag, points in series.items()}, returns[:5])
     assert "too short to judge" in one_line(diagnosed(short))

@@ -136,6 +136,25 @@ def test_equation_citations_are_read_as_written():
     assert equations.cited("equal to 7 or a sequence. 9") == []
 
 
+def test_eq_11_is_typeset_with_the_exponent_compute_gae_gives():
+    """The paper prints eq. 11's last exponent as T-t+1, a typo: the site's copy has the exponent of delta_{T-1} that
+    ppo_cartpole.compute_gae gives. With one delta, delta_{T-1} = 1 (a reward at the last step, V = 0), A_t is that
+    coefficient alone, (gamma lambda)^(T-1-t)."""
+    import numpy as np
+
+    import ppo_cartpole
+
+    tex = equations.EQUATIONS["11"].tex
+    exponent = re.search(r"\^\{([^}]*)\}\\,\\delta_\{T-1\}", tex).group(1)
+    T, gl = 6, 0.9 * 0.5
+    rewards = np.zeros(T, np.float32)
+    rewards[-1] = 1.0
+    zeros = np.zeros(T, np.float32)
+    advantages = ppo_cartpole.compute_gae(rewards, zeros, zeros, zeros, 0.0, gamma=0.9, gae_lambda=0.5)
+    for t in range(T):
+        assert advantages[t] == pytest.approx(gl ** eval(exponent, {"T": T, "t": t}))
+
+
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_a_folded_block_holds_exactly_its_copied_lines(site, script):
     lesson = read_lesson(ROOT / script)
