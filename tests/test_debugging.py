@@ -196,6 +196,17 @@ def test_a_cartpole_run_at_its_defaults_looks_healthy(tmp_path):
 
 # --- the guide -------------------------------------------------------------------------------------------------
 
+def test_the_guide_says_what_clipfrac_counts_as_the_lessons_compute_it():
+    """Every lesson counts a sample in clipfrac when its ratio is outside [1 - eps, 1 + eps], whichever the sign of its
+    advantage; the guide must not say it counts only the samples whose gradient the clip stopped."""
+    row = next(line for line in GUIDE_TEXT.splitlines() if line.startswith("| `losses/clipfrac` |"))
+    assert "was outside" in row and "every such sample counts" in row and "where the clip stopped" not in row
+    for script in ("ppo_cartpole.py", "ppo_lunarlander_vec.py", "ppo_pendulum_continuous.py",
+                   "ppo_breakout_atari.py", "ppo_mario_cnn.py"):
+        source = (ROOT / script).read_text()
+        assert re.search(r"\(\(ratio - 1\.0\)\.abs\(\) > (args\.clip_coef|clip_coef)\)", source), script
+
+
 def test_the_guides_figures_and_blocks_are_what_the_records_give():
     figures, text = guide.drawn()
     assert text == GUIDE_TEXT, "run python -m course.debugging to rewrite the guide's blocks"
