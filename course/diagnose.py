@@ -368,6 +368,14 @@ def read_run(folder: Path) -> Run:
         raise BadInput(f"{checkpoint} is not a checkpoint of one of the lessons ({', '.join(LESSONS)})")
     scalars = read_scalars(folder)[0]
     series = {tag: [(e.step, e.value) for e in scalars.get(tag, [])] for tag in TAGS}
+    # A checkpoint well past the logs' last step: the events file was cut (a copy that stopped, a full disk), and
+    # half a run must not be judged as a whole one. The slack allows a Ctrl-C save a rollout or two after the last
+    # log, and ranks under torchrun (a quarter more).
+    logged = max((points[-1][0] for points in series.values() if points), default=0)
+    step, rollout = ckpt.get("global_step"), ckpt["args"].get("num_envs", 1) * ckpt["args"].get("num_steps", 0)
+    if isinstance(step, int) and logged and step > 1.25 * logged + 2 * rollout:
+        raise BadInput(f"{folder}'s logs end at step {logged:,} but its checkpoint is at step {step:,}: its events "
+                       "file is cut short, and a part of a run cannot be judged as a whole one")
     returns = [(e.step, e.value) for e in scalars.get("charts/episodic_return", [])]
     return Run(folder, ckpt["script"], ckpt["args"], series, returns)
 
@@ -428,7 +436,7 @@ def report(run: Run) -> tuple[list[str], list[Finding], ReturnVerdict | None]:
     """The report's lines, the findings and the return's verdict."""
     updates = len(run.series["losses/approx_kl"])
     if updates < MIN_UPDATES:
-        raise BadInput(f"{run.folder} logged {updates} updates: too short to judge (at least {MIN_UPDATES})")
+        raise BadInput(f"{run.folder} logged {updates} updates: too short to judge (fewer than {MIN_UPDATES})")
     assessed = assess(run.lesson, run.args, run.series, run.returns)
     recipe, changed, findings, verdict = assessed.recipe, assessed.changed, assessed.findings, assessed.verdict
     count = len(seeds(healthy_rows(recipe)))

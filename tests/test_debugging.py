@@ -84,7 +84,7 @@ def test_the_return_flat_collapsed_or_learning():
 
 # --- run folders: written from the recorded runs, read by the command ---------------------------------------------
 
-def write_run(folder, lesson, args, series, returns):
+def write_run(folder, lesson, args, series, returns, global_step=0):
     """A run folder as a lesson writes one: TensorBoard events and a checkpoint naming the lesson and its flags."""
     from torch.utils.tensorboard import SummaryWriter
 
@@ -96,7 +96,7 @@ def write_run(folder, lesson, args, series, returns):
     for step, value in returns:
         writer.add_scalar("charts/episodic_return", value, step)
     writer.close()
-    torch.save({"script": lesson, "args": args, "global_step": 0}, folder / "checkpoint.pt")
+    torch.save({"script": lesson, "args": args, "global_step": global_step}, folder / "checkpoint.pt")
     return folder
 
 
@@ -179,6 +179,17 @@ def test_bad_input_gets_one_line_and_exit_2(tmp_path, diagnosed):
     short = write_run(tmp_path / "short", row["lesson"], row["args"],
                       {tag: points[:diagnose.MIN_UPDATES - 1] for tag, points in series.items()}, returns[:5])
     assert "too short to judge" in one_line(diagnosed(short))
+    half = {tag: points[:len(points) // 2] for tag, points in series.items()}  # an events file cut to half
+    whole_step = max(points[-1][0] for points in series.values())
+    cut = write_run(tmp_path / "cut", row["lesson"], row["args"], half, returns[:len(returns) // 2], whole_step)
+    line = one_line(diagnosed(cut))
+    assert "is cut short" in line and f"checkpoint is at step {whole_step:,}" in line
+    whole = write_run(tmp_path / "whole", row["lesson"], row["args"], series, returns, whole_step)
+    assert diagnosed(whole).returncode == 0  # the same checkpoint step with the whole logs: judged
+
+
+def test_the_guide_states_the_commands_least_number_of_updates():
+    assert f"fewer than {diagnose.MIN_UPDATES} updates (too few" in " ".join(GUIDE_TEXT.split())
     assert run_diagnose().returncode == 2  # no folder given: argparse's usage and exit 2
 
 
