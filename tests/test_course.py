@@ -148,3 +148,24 @@ def test_each_lesson_has_three_check_questions_with_answers(module):
                            text, re.M | re.S)
     assert [n for n, _, _ in questions] == ["1", "2", "3"] and text.count("<details>") == 3
     assert all(q.rstrip().endswith("?") and len(a.split()) >= 15 for _, q, a in questions)
+
+
+def test_lesson0_defines_the_kl_with_a_two_action_example_that_computes():
+    """Lesson 0 defines the KL before TRPO's constraint uses it; its worked example's numbers are what the formula
+    and the lessons' approx_kl estimator ((r - 1) - log r, ppo_cartpole.py's line) give, to the digits printed."""
+    import math
+
+    text = LESSON0.read_text()
+    section = text.split("## How far a policy moved: the KL divergence")[1].split("\n## ")[0]
+    assert text.index("## How far a policy moved") < text.index("TRPO (arXiv:1502.05477)")
+    assert r"\mathrm{KL}[p, q] = \sum_a p(a) \log \frac{p(a)}{q(a)}" in section
+    p, q = (0.5, 0.5), (0.6, 0.4)
+    kl_pq = sum(a * math.log(a / b) for a, b in zip(p, q))
+    kl_qp = sum(b * math.log(b / a) for a, b in zip(p, q))
+    assert f"= {kl_pq:.4f}$" in section and f"= {kl_qp:.4f}$: it is not symmetric" in section
+    per_action = [(b / a - 1) - math.log(b / a) for a, b in zip(p, q)]
+    assert f"gives $0.2 - \\log 1.2 = {per_action[0]:.4f}$" in section and f"gives ${per_action[1]:.4f}$" in section
+    assert f"average ${sum(pa * v for pa, v in zip(p, per_action)):.4f}$, the KL itself" in section
+    assert "approx_kl = ((ratio - 1) - logratio).mean()" in (ROOT / "ppo_cartpole.py").read_text()
+    glossary = text.split("## Glossary")[1]
+    assert "**KL divergence**" in glossary and "(#how-far-a-policy-moved-the-kl-divergence)" in glossary
