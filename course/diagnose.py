@@ -360,8 +360,8 @@ def read_run(folder: Path) -> Run:
     try:
         ckpt = torch.load(checkpoint, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError:  # torch's message advises weights_only=False: never load an unknown pickle so
-        raise BadInput(f"cannot read {checkpoint}: the safe loader (tensors, numbers and strings only) refused it, "
-                       "so it is not a checkpoint one of the lessons wrote") from None
+        raise BadInput(f"cannot read {checkpoint}: the safe loader (tensors, plain containers, numbers and "
+                       "strings) refused it, so it is not a checkpoint one of the lessons wrote") from None
     except Exception as error:  # noqa: BLE001 (any unreadable file is the same bad input)
         raise BadInput(f"cannot read {checkpoint}: {type(error).__name__}: {error}".splitlines()[0]) from None
     if not isinstance(ckpt, dict) or ckpt.get("script") not in LESSONS or not isinstance(ckpt.get("args"), dict):

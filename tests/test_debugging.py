@@ -186,11 +186,11 @@ def test_bad_input_gets_one_line_and_exit_2(tmp_path, diagnosed):
     assert "is cut short" in line and f"checkpoint is at step {whole_step:,}" in line
     whole = write_run(tmp_path / "whole", row["lesson"], row["args"], series, returns, whole_step)
     assert diagnosed(whole).returncode == 0  # the same checkpoint step with the whole logs: judged
+    assert run_diagnose().returncode == 2  # no folder given: argparse's usage and exit 2
 
 
 def test_the_guide_states_the_commands_least_number_of_updates():
     assert f"fewer than {diagnose.MIN_UPDATES} updates (too few" in " ".join(GUIDE_TEXT.split())
-    assert run_diagnose().returncode == 2  # no folder given: argparse's usage and exit 2
 
 
 # --- a real run at the defaults --------------------------------------------------------------------------------
@@ -212,8 +212,7 @@ def test_the_guide_says_what_clipfrac_counts_as_the_lessons_compute_it():
     advantage; the guide must not say it counts only the samples whose gradient the clip stopped."""
     row = next(line for line in GUIDE_TEXT.splitlines() if line.startswith("| `losses/clipfrac` |"))
     assert "was outside" in row and "every such sample counts" in row and "where the clip stopped" not in row
-    for script in ("ppo_cartpole.py", "ppo_lunarlander_vec.py", "ppo_pendulum_continuous.py",
-                   "ppo_breakout_atari.py", "ppo_mario_cnn.py"):
+    for script in SCRIPTS:
         source = (ROOT / script).read_text()
         assert re.search(r"\(\(ratio - 1\.0\)\.abs\(\) > (args\.clip_coef|clip_coef)\)", source), script
 
