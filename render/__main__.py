@@ -21,11 +21,13 @@ from pathlib import Path
 
 from course.lessons import LESSONS, SCRIPTS
 from render import diffs
-from render.course import GUIDE_PAGE, PAGE as LESSON0_PAGE, checks_html, guide_page, intro_html, lesson0_page
+from benchmarks.ablations import TRY_THIS
+from render.course import GUIDE_PAGE, PAGE as LESSON0_PAGE, checks_html, guide_page, intro_items, lesson0_page
 from render.equations import typeset, vendor
 from render.html import pygments_css
 from render.index import benchmarks_page, index_page
-from render.lesson import lesson_page
+from render.lesson import lesson_page, opening_objectives
+from render.measured import measured_box, measured_link
 from render.source import ROOT, read_lesson
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -54,18 +56,26 @@ def build(out: Path, root: Path = ROOT) -> list[Path]:
         (out / "raw" / figure.path).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(root / figure.path, out / "raw" / figure.path)
 
+    (out / "raw" / "benchmarks" / "core").mkdir(parents=True)  # the statistics' procedure, which a page links to
+    shutil.copyfile(root / "benchmarks" / "core" / "inference.py", out / "raw" / "benchmarks" / "core" / "inference.py")
+
     pages = diffs.build_diff_pages(out, root)
     pairs = diffs.pair_pages()  # (from, to, href from the site's root)
-    equations = typeset()
+    sources = {lesson.script: read_lesson(root / lesson.script) for lesson in LESSONS}
+    equations = typeset(sorted({name for source in sources.values() for name in opening_objectives(source)}))
+    # The box on reading "Measured" where a learner meets the first one (the first lesson with a study's Try this),
+    # a link to it in the others' Try this.
+    first_measured = next(lesson.script for lesson in LESSONS if lesson.script in TRY_THIS)
     for lesson in LESSONS:
         script = lesson.script
         neighbours = [("../" + href, f"{a} -> {b}") for a, b, href in pairs if script in (a, b)]
         path = out / "lessons" / f"{script[:-3]}.html"
-        source = read_lesson(root / script)
+        source = sources[script]
         diff_href = next((f"../{href}" for a, b, href in pairs if b == script), None)
-        intro = intro_html(source.lines, lesson.neighbour, diff_href)
+        intro = intro_items(source.lines, lesson.neighbour, diff_href)
+        measured = measured_box(script) if script == first_measured else measured_link(first_measured)
         path.write_text(lesson_page(source, equations, neighbours, lesson.figures, intro,
-                                    checks_html(root, lesson.module)))
+                                    checks_html(root, lesson.module), measured))
         pages.append(path)
     (out / LESSON0_PAGE).write_text(lesson0_page(root, out))  # lesson 0, first in the reading path
     pages.append(out / LESSON0_PAGE)

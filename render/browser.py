@@ -100,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         site = Path(folder) / "_site"
         build(site)
         lines = (ROOT / "ppo_cartpole.py").read_text().splitlines()
-        update = next(n for n, line in enumerate(lines, start=1) if "--- Update: K epochs" in line)
+        # GAE's recursion beside its equations (11, 12), each typeset once on the page
+        update = next(n for n, line in enumerate(lines, start=1) if "delta_t = r_t + gamma * V(s_{t+1})" in line)
         screenshot((site / "lessons" / "ppo_cartpole.html").as_uri(), out / "lesson-page.png", 1280, 820,
                    scroll_to=f"L{update - 4}")
         screenshot((site / "diffs" / "ppo_cartpole--ppo_lunarlander_vec.html").as_uri(), out / "diff-page.png",

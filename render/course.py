@@ -91,20 +91,16 @@ def checks_html(root: Path, module: str) -> str:
             f'<p class="from">(<a href="../raw/{source}">{source}</a>)</p></section>')
 
 
-def intro_html(lines: list[str], neighbour: str | None, diff_href: str | None) -> str:
-    """The top of a lesson's page: what it teaches (its docstring's part of that name), what to read first, and
-    where its PPO loop starts (train()'s `for iteration in range(` line)."""
-    start = lines.index("What this lesson teaches") + 1
-    end = next(i for i in range(start, len(lines)) if not lines[i].strip())
-    teaches = " ".join(" ".join(lines[start:end]).split())
+def intro_items(lines: list[str], neighbour: str | None, diff_href: str | None) -> str:
+    """The opening box's items after what the lesson teaches (render.lesson.intro_box): what to read first, and
+    where its PPO loop starts (train()'s `for iteration in range(` line). Class "added": the page's words, not the
+    file's."""
     loop = next(n for n, line in enumerate(lines, start=1) if line.strip().startswith("for iteration in range("))
     if neighbour is None:
         first = '<a href="../lesson-0.html">Lesson 0: PPO on one page</a>, the ideas this code uses'
     else:
         first = (f'<a href="{neighbour[:-3]}.html"><code>{neighbour}</code></a>, the lesson this one differs from, and '
                  f'<a href="{diff_href}">the diff between them</a>')
-    return ('<section class="intro" id="intro"><ul>'
-            f"<li><strong>What you will learn:</strong> {esc(teaches)}</li>"
-            f"<li><strong>Read first:</strong> {first}.</li>"
-            f'<li><strong>The PPO loop</strong> starts at <a href="#L{loop}">line {loop}</a>, in <code>train()</code>; '
-            'the <a href="#check-questions">check questions</a> are at the end.</li></ul></section>')
+    return (f'<li class="added"><strong>Read first:</strong> {first}.</li>'
+            f'<li class="added"><strong>The PPO loop:</strong> <a href="#L{loop}">line {loop}</a>, in <code>train()</code>; '
+            'the <a href="#check-questions">check questions</a> at the end.</li>')

@@ -71,6 +71,46 @@ def cited(text: str) -> list[str]:
     return [key for key in EQUATIONS if key in numbers]
 
 
+# The objectives a lesson's opening box names in plain text ("the paper's L^{CLIP+VF+S}"), typeset inline there.
+_OBJECTIVE = re.compile(r"L\^(?:\{([A-Z+]+)\}|([A-Z]+)\b)")
+
+
+def objective_tex(name: str) -> str:
+    """"CLIP+VF+S" -> the LaTeX of L^{CLIP+VF+S}, as the equations' table writes it."""
+    return f"L^{{{name}}}"
+
+
+def objectives(text: str) -> list[str]:
+    """The objectives `text` names as L^{...} or L^NAME: ["CLIP+VF+S"], in order, once each."""
+    return list(dict.fromkeys(m.group(1) or m.group(2) for m in _OBJECTIVE.finditer(text)))
+
+
+def typeset_objectives(html: str, inline: dict[str, str]) -> str:
+    """Each L^{...} of `html` (text, no tags inside it) replaced by its inline KaTeX ({name: HTML}); a name with no
+    HTML stays text."""
+    return _OBJECTIVE.sub(lambda m: inline.get(m.group(1) or m.group(2), m.group(0)), html)
+
+
+def link_citations(html: str, keys: set[str], href=lambda key: f"#eq-{key}") -> str:
+    """Every citation of an equation in `keys` in `html` (a Markdown note's or a highlighted line's: text and
+    tags, no citation inside a tag) made a link to its box: "eq. 7" whole, the numbers of "eqs. 7, 9, 11, 12" one
+    by one, "[GAE]" and "Generalized Advantage Estimation" to GAE's. Its text stays the same."""
+
+    def link(key: str, text: str) -> str:
+        return f'<a class="eq-link" href="{href(key)}">{text}</a>' if key in keys else text
+
+    def numbers(match: re.Match) -> str:
+        found = re.findall(r"\d+", match.group(1))
+        if len(found) == 1:  # "eq. 7" linked whole (what the pattern took after it, ", " or " and ", stays out)
+            text = re.match(r"eqs?\.\s*\d+", match.group(0)).group(0)
+            return link(found[0], text) + match.group(0)[len(text):]
+        head = match.group(0)[:match.start(1) - match.start(0)]
+        return head + re.sub(r"\d+", lambda d: link(d.group(0), d.group(0)), match.group(1))
+
+    html = _CITE.sub(numbers, html)
+    return _GAE.sub(lambda m: link("GAE", m.group(0)), html)
+
+
 def install_katex() -> None:
     """KaTeX as render/katex/package-lock.json pins it, into render/katex/node_modules (ignored by git), once."""
     if (KATEX / "node_modules" / "katex" / "dist").is_dir():
@@ -84,9 +124,12 @@ def install_katex() -> None:
         raise RuntimeError(f"npm ci in {KATEX} failed: {(done.stderr.strip().splitlines() or [''])[-1]}")
 
 
-def typeset() -> dict[str, str]:
-    """{key: KaTeX's HTML} for every equation, typeset by Node.js in one call."""
-    return typeset_tex({key: equation.tex for key, equation in EQUATIONS.items()})
+def typeset(names: list[str] = ()) -> dict[str, str]:
+    """{key: KaTeX's HTML} for every equation, and {"inline:" + name: its inline HTML} for each objective of `names`
+    ("CLIP+VF+S", see objectives()), typeset by Node.js in one call."""
+    tex = {key: equation.tex for key, equation in EQUATIONS.items()}
+    tex.update({f"inline:{name}": objective_tex(name) for name in names})
+    return typeset_tex(tex)
 
 
 def typeset_tex(tex: dict[str, str]) -> dict[str, str]:

@@ -19,6 +19,7 @@ Every line of the script is on the page once, in order, under an anchor named as
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from pygments.lexers import PythonLexer
 
 from tools.check_copies import CopiedBlock
 from course.lessons import Figure
-from render.equations import EQUATIONS, cited
+from render.equations import EQUATIONS, cited, link_citations, objectives, typeset_objectives
 from render.html import esc, page
 from render.source import Lesson, carriers
 
@@ -53,8 +54,8 @@ def slug(text: str) -> str:
 
 def rows(lesson: Lesson, first: int, last: int) -> list[Row]:
     """Lines first..last as rows: a prose block and the code that follows it (until the next prose block)."""
-    headings = {n + d for n, _ in lesson.sections for d in (-1, 0, 1)}  # (the fence and the copies' markers are
-    # never in first..last: lesson_page and body_html put them in their summaries)
+    headings = {n for n, _ in lesson.sections}  # (the fence's lines and the copies' markers are never in
+    # first..last: lesson_page and body_html put them in their summaries)
     docstring_ends = {first_line: last_line for first_line, last_line in lesson.docstrings.values()}
     out: list[Row] = []
     n = first
@@ -142,18 +143,9 @@ def _docstring_parts(text: str) -> list[tuple[str, list[str]]]:
     return parts
 
 
-def _docstring_html(text: str, after: dict[str, str]) -> str:
-    """The docstring rendered, with `after`'s HTML (by part title: "What you should see") placed right after the
-    part of that title (rendered in pieces split there: the parts begin at block boundaries)."""
-    html, piece = [], []
-    for title, lines in _docstring_parts(text):
-        piece += lines
-        if title in after:
-            html += [render_markdown("\n".join(piece)), after[title]]
-            piece = []
-    if piece:
-        html.append(render_markdown("\n".join(piece)))
-    return "".join(html)
+def _docstring_html(text: str) -> str:
+    """A docstring rendered (_docstring_parts' Markdown)."""
+    return render_markdown("\n".join(line for _, lines in _docstring_parts(text) for line in lines))
 
 
 def _no_numbered_list(line: str) -> str:
@@ -190,10 +182,163 @@ def _anchors(lines: list[int]) -> str:
     return "".join(f'<span class="anchor" id="L{n}"></span>' for n in lines)
 
 
-def note_html(lesson: Lesson, lines: list[int], after: dict[str, str] | None = None) -> str:
+# ---------------------------------------------------------------------------------------------------------
+# The page around the rows: what the module docstring's note and the equations need of it
+# ---------------------------------------------------------------------------------------------------------
+TEACHES = "What this lesson teaches"
+# The part of the module docstring that a lesson's learning curves illustrate: they are placed right after it.
+SHOULD_SEE = "What you should see"
+
+
+@dataclass
+class Page:
+    """What a lesson's rows need of the page they are on."""
+
+    typeset: dict[str, str]  # KaTeX's HTML: EQUATIONS' keys, and "inline:<name>" for the objectives (L^{<name>})
+    homes: dict[str, int] = field(default_factory=dict)  # equation key -> the line beside which it is typeset
+    intro_keys: list[str] = field(default_factory=list)  # the equations typeset in the opening box instead
+    curves: str = ""  # the learning curves' figures, right after "What you should see"
+    intro_items: str = ""  # the opening box's items after what the lesson teaches (render.course.intro_items)
+    measured: str = ""  # at the top of "Try this": the box on reading "Measured" (render.measured), or a link to it
+    targets: dict[str, int] = field(default_factory=dict)  # "train", "Agent.get_value": the line of each def
+
+    @property
+    def linked(self) -> set[str]:
+        """The equations a citation links to: every one the page typesets."""
+        return set(self.homes)
+
+
+def teaches_lines(lesson: Lesson) -> range:
+    """The lines of the module docstring's "What this lesson teaches": its heading and its indented lines."""
+    heading = lesson.lines.index(TEACHES) + 1
+    end = next((n for n in range(heading + 1, len(lesson.lines) + 1) if not lesson.lines[n - 1].strip()),
+               len(lesson.lines) + 1)
+    return range(heading, end)
+
+
+def equation_homes(lesson: Lesson) -> tuple[dict[str, int], list[str]]:
+    """Where each equation the page cites is typeset, once: beside the first line of prose that cites it (a
+    docstring's or a comment's). The module docstring's "What this lesson teaches" counts, its equations going into
+    the opening box (the second value: their keys); its other parts do not (its References cite every equation: the
+    links go down to the code that uses each). An equation no prose cites: beside the first line that cites it at all
+    (a help text, a trailing comment). Every other citation links to the box."""
+    teaches = teaches_lines(lesson)
+    module = range(1, lesson.docstrings[1][1] + 1) if 1 in lesson.docstrings else range(0)
+    homes: dict[str, int] = {}
+    for n, line in enumerate(lesson.lines, start=1):
+        if n in lesson.prose and (n in teaches or n not in module):
+            for key in cited(line):
+                homes.setdefault(key, n)
+    for n, line in enumerate(lesson.lines, start=1):
+        for key in cited(line):
+            homes.setdefault(key, n)
+    return homes, [key for key in EQUATIONS if homes.get(key) in teaches]
+
+
+def def_lines(lesson: Lesson) -> dict[str, int]:
+    """{"train": its def's line, "Agent": its class's, "Agent.get_action_and_value": the method's, ...}."""
+    out = {}
+    for node in ast.parse("\n".join(lesson.lines)).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            out[node.name] = node.lineno
+        if isinstance(node, ast.ClassDef):
+            out.update({f"{node.name}.{f.name}": f.lineno for f in node.body if isinstance(f, ast.FunctionDef)})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Prose
+# ---------------------------------------------------------------------------------------------------------
+def _link(html: str, page: "Page | None") -> str:
+    return link_citations(html, page.linked) if page is not None else html
+
+
+def intro_box(lines: list[str], page: Page) -> str:
+    """The opening box: what the lesson teaches (the docstring's part, its objectives typeset, the equations it cites
+    beside it), then the page's items (what to read first, where the loop starts)."""
+    teaches = render_markdown("\n".join(lines[3:])).strip()  # (after "", its bold heading, "")
+    if teaches.startswith("<p>") and teaches.endswith("</p>") and teaches.count("<p>") == 1:
+        teaches = teaches[3:-4]
+    inline = {key.split(":", 1)[1]: html for key, html in page.typeset.items() if key.startswith("inline:")}
+    teaches = typeset_objectives(_link(teaches, page), inline)
+    return (f'<section class="intro" id="intro"><ul><li><strong>{TEACHES}:</strong> {teaches}'
+            f"{equations_html(page.intro_keys, page.typeset)}</li>{page.intro_items}</ul></section>")
+
+
+_LOOP_LINE = re.compile(r"^(\s*)(.*?)(?:\s{2,}((?:\w+\.)?\w+)\(\))?\s*$")  # "    run pi_old ...    collect_rollout()"
+
+
+def loop_html(lines: list[str], page: Page) -> str:
+    """The pseudocode of "The loop": each step a line, its indentation kept (a wrapped step hangs under its first
+    word), and the function that does it at the right, a link to its line; on a narrow screen the function goes
+    under its step."""
+    heading, body = lines[:3], [line for line in lines[3:] if line != "```"]
+    out = []
+    for line in body:
+        indent, step, name = _LOOP_LINE.match(line).groups()
+        where = page.targets.get(name or "")
+        fn = (f'<a class="fn" href="#L{where}"><code>{esc(name)}()</code></a>' if where else
+              f'<code class="fn">{esc(name)}()</code>' if name else '<span class="fn"></span>')  # (a cell each line)
+        out.append(f'<span class="loop-line"><span class="step" style="padding-left: {len(indent) + 2}ch">'
+                   f"{esc(step)}</span> {fn}\n</span>")
+    return render_markdown("\n".join(heading)) + f'<div class="loop">{"".join(out)}</div>'
+
+
+def try_this_html(lines: list[str], page: Page) -> str:
+    """"Try this", folded: experiments to run once the code is read, not words between the reader and the update.
+    At its top, the page's box on reading "Measured" (or the link to it)."""
+    html = _link(render_markdown("\n".join(lines)), page)
+    header_end = html.index("</p>") + len("</p>")
+    count = sum(1 for line in lines if line.startswith("- `"))
+    summary = f'<span class="added">Try this: {count} experiments, once you have read the code</span>'
+    return (f'<details class="try-this" id="try-this"><summary>{summary}</summary>{html[:header_end]}'
+            f"{page.measured}{html[header_end:]}</details>")
+
+
+def module_docstring_html(text: str, page: Page) -> str:
+    """The module docstring: "What this lesson teaches" as the page's opening box, the loop's pseudocode linked to
+    its functions, the learning curves after "What you should see", "Try this" folded; the other parts as they are
+    (rendered in pieces split at parts, which begin at block boundaries)."""
+    html, piece = [], []
+
+    def flush():
+        if piece:
+            html.append(_link(render_markdown("\n".join(piece)), page))
+            piece.clear()
+
+    for title, lines in _docstring_parts(text):
+        if title == TEACHES:
+            flush()
+            html.append(intro_box(lines, page))
+        elif title.startswith("The loop"):
+            flush()
+            html.append(loop_html(lines, page))
+        elif title.startswith("Try this ("):
+            flush()
+            html.append(try_this_html(lines, page))
+        elif title == "Usage":  # the commands that run it: README's first screen has the first; folded here
+            flush()
+            count = sum(1 for line in lines if line.startswith("    ") and line.strip())
+            html.append(f'<details class="usage"><summary><span class="added">Usage: {count} commands</span></summary>'
+                        f"{_link(render_markdown(chr(10).join(lines)), page)}</details>")
+        elif title == "References":  # sources, not steps of the lesson: folded, their keys in sight
+            flush()
+            keys = re.findall(r"^- (\[\w+\])", "\n".join(lines), flags=re.M)
+            html.append(f'<details class="references"><summary><span class="added">References: {esc(", ".join(keys))}'
+                        f"</span></summary>{_link(render_markdown(chr(10).join(lines)), page)}</details>")
+        else:
+            piece += lines
+            if title == SHOULD_SEE and page.curves:
+                flush()
+                html.append(page.curves)
+    flush()
+    return "".join(html)
+
+
+def note_html(lesson: Lesson, lines: list[int], page: "Page | None" = None) -> str:
     """The rendered prose of `lines` (one docstring, or a run of comments and docstrings), every line's anchor
-    at its start. `after`: HTML to place after a docstring's part, by the part's title (_docstring_html)."""
-    after = after or {}
+    at its start, each citation of an equation a link to its box; the module docstring's as module_docstring_html
+    lays it out."""
     parts, i = [], 0
     while i < len(lines):
         n = lines[i]
@@ -202,14 +347,17 @@ def note_html(lesson: Lesson, lines: list[int], after: dict[str, str] | None = N
             text = "\n".join(lesson.lines[first - 1:last])
             quote = text.lstrip()[:3]
             body = text.strip()[3:-3] if quote in ('"""', "'''") else text.strip()
-            parts.append(_anchors(list(range(first, last + 1))) + _docstring_html(body, after))
+            html = (module_docstring_html(body, page) if first == 1 and page is not None
+                    else _link(_docstring_html(body), page))
+            parts.append(_anchors(list(range(first, last + 1))) + html)
             i += last - first + 1
         else:
             run = []
             while i < len(lines) and lines[i] not in lesson.docstrings:
                 run.append(lines[i])
                 i += 1
-            parts.append(_anchors(run) + render_markdown(_comment_markdown([lesson.lines[m - 1] for m in run])))
+            parts.append(_anchors(run) + _link(render_markdown(_comment_markdown([lesson.lines[m - 1] for m in run])),
+                                               page))
     return "".join(parts)
 
 
@@ -223,9 +371,7 @@ _RANGE = re.compile(r"\((?:usual|paper:) ([^)]*)\)|usual ([\w.\-]+ to [\w.\-]+)"
 def hyperparameter_rows(lesson: Lesson) -> list[tuple[str, str, str, str, str]]:
     """(flag, symbol, default, what it does, usual range) of each field of the lesson's Hyperparameters, read from
     its source: the symbol where the help text opens with one ("gamma, the discount ..."), the range where it gives
-    one ("(usual 0.9-0.999)", "(paper: 128 to 2048)")."""
-    import ast
-
+    one ("(usual 0.9-0.999)", "(paper: 128 to 2048)"); what it does is the rest of the help text, said once."""
     source = "\n".join(lesson.lines)
     tree = ast.parse(source)
     (cls,) = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Hyperparameters"]
@@ -236,57 +382,60 @@ def hyperparameter_rows(lesson: Lesson) -> list[tuple[str, str, str, str, str]]:
         text = " ".join(doc.value.value.split())
         symbol = _SYMBOL.match(text)
         found = _RANGE.search(text)
+        what = text
+        if found:  # the range has its column: "(usual 0.1-0.3)", "; usual 0.8 to 0.98" taken out of the text
+            what = what[:found.start()].rstrip(" ;,") + what[found.end():]
+        if symbol:  # and so has the symbol: "gamma, the discount ..." -> "the discount ..."
+            what = what[symbol.end():]
         out.append((f"--{node.target.id.replace('_', '-')}", symbol.group(1) if symbol else "",
-                    ast.get_source_segment(source, node.value) if node.value is not None else "", text,
+                    ast.get_source_segment(source, node.value) if node.value is not None else "", what,
                     (found.group(1) or found.group(2)) if found else ""))
     return out
 
 
-def hyperparameter_table(lesson: Lesson) -> str:
-    """The lesson's PPO hyperparameters as a table, for the note beside their class: flag, symbol, default, what it
-    does, usual range."""
+def hyperparameter_table(lesson: Lesson, page: "Page | None" = None) -> str:
+    """The lesson's PPO hyperparameters under their class's docstring: each flag with its default in one line, and
+    its symbol where the math names it otherwise ("--num-steps 256 (T)"), then the table (flag, symbol, default, what it does, usual
+    range), folded: the reference a later line sends the reader to, not words before the update."""
+    found = hyperparameter_rows(lesson)
+    items = [f"<code>{esc(flag)} {esc(default)}</code>" + (f" ({esc(symbol)})" if symbol and symbol != flag[2:] else "")
+             for flag, symbol, default, _, _ in found]
+    line = " ".join(f'<span class="hp">{item}{"," if i < len(items) - 1 else ""}</span>' for i, item in enumerate(items))
     rows = "".join(f"<tr><td><code>{esc(flag)}</code></td><td>{esc(symbol)}</td><td><code>{esc(default)}</code></td>"
-                   f"<td>{esc(what)}</td><td>{esc(usual)}</td></tr>"
-                   for flag, symbol, default, what, usual in hyperparameter_rows(lesson))
-    return ('<div class="hyper-table md"><table><thead><tr><th>flag</th><th>symbol</th><th>default</th>'
+                   f"<td>{_link(esc(what), page)}</td><td>{esc(usual)}</td></tr>"
+                   for flag, symbol, default, what, usual in found)
+    return (f'<div class="hyper-table md"><p class="defaults"><strong>The defaults:</strong> {line}.</p>'
+            '<details class="hyper"><summary>the table: what each one does, its usual range</summary>'
+            "<table><thead><tr><th>flag</th><th>symbol</th><th>default</th>"
             f"<th>what it does</th><th>usual range (or the paper's)</th></tr></thead><tbody>{rows}</tbody>"
-            "</table></div>")
+            "</table></details></div>")
 
 
-def equations_html(keys: list[str], typeset: dict[str, str], shown: set[str] | None) -> str:
-    """A box of KaTeX's HTML for each equation cited; one already shown on the page (`shown`, which this adds to)
-    gets a link to its box instead: an equation is typeset once per page."""
-    out = []
-    for key in keys:
-        if shown is not None and key in shown:
-            out.append(f'<p class="eq-ref" data-eq="{esc(key)}"><a href="#eq-{esc(key)}">'
-                       f"{esc(EQUATIONS[key].label)}</a>, typeset above</p>")
-            continue
-        out.append(f'<figure class="eq" id="eq-{esc(key)}" data-eq="{esc(key)}">{typeset[key]}'
-                   f"<figcaption>{esc(EQUATIONS[key].label)}</figcaption></figure>")
-        if shown is not None:
-            shown.add(key)
-    return "".join(out)
+def equations_html(keys: list[str], typeset: dict[str, str]) -> str:
+    """A box of KaTeX's HTML for each equation, with its caption (the one place on the page that names it so)."""
+    return "".join(f'<figure class="eq" id="eq-{esc(key)}" data-eq="{esc(key)}">{typeset[key]}'
+                   f"<figcaption>{esc(EQUATIONS[key].label)}</figcaption></figure>" for key in keys)
 
 
-def row_html(lesson: Lesson, row: Row, highlighted: list[str], typeset: dict[str, str],
-             after: dict[str, str] | None = None, shown: set[str] | None = None) -> str:
-    if row.kind == "heading":  # a section banner: its title as a heading, its three lines as anchors
-        title = lesson.lines[row.note[1] - 1][2:].strip() if len(row.note) == 3 else ""
+def row_html(lesson: Lesson, row: Row, highlighted: list[str], page: Page) -> str:
+    if row.kind == "heading":  # a section banner: its title as a heading, its line as an anchor
+        title = dict(lesson.sections)[row.note[0]]
         return (f'<section class="heading" id="sec-{slug(title)}" data-lines="{row.note[0]}-{row.note[-1]}">'
                 f"{_anchors(row.note)}<h2>{esc(title)}</h2></section>")
-    notes = note_html(lesson, row.note, after)
+    notes = note_html(lesson, row.note, page)
     if row.note and lesson.lines[row.note[0] - 2].startswith("class Hyperparameters"):  # its docstring's row
-        notes += hyperparameter_table(lesson)
-    text = "\n".join(lesson.lines[n - 1] for n in row.note + row.code)  # notes, trailing comments, help texts
-    equations = equations_html(cited(text), typeset, shown)
+        notes += hyperparameter_table(lesson, page)
     lines = row.note + row.code
+    text = "\n".join(lesson.lines[n - 1] for n in row.note + row.code)  # notes, trailing comments, help texts
+    here = [key for key in cited(text) if page.homes.get(key) in lines and key not in page.intro_keys]
+    equations = equations_html(here, page.typeset)
     span = f"{lines[0]}-{lines[-1]}" if lines else ""
     if not row.code:
         return f'<section class="row wide" data-lines="{span}"><div class="note">{notes}{equations}</div></section>'
-    # Each line a block of its own (no newline between them, which would add an empty line box).
-    code = "".join(f'<span class="line" id="L{n}"><a class="ln" href="#L{n}">{n}</a>{highlighted[n - 1]}</span>'
-                   for n in row.code)
+    # Each line a block of its own (no newline between them, which would add an empty line box); a citation in
+    # a trailing comment or a help text links to its equation's box.
+    code = "".join(f'<span class="line" id="L{n}"><a class="ln" href="#L{n}">{n}</a>'
+                   f"{link_citations(highlighted[n - 1], page.linked)}</span>" for n in row.code)
     return (f'<section class="row" data-lines="{span}"><div class="note">{notes}{equations}</div>'
             f'<div class="src"><pre class="code hl">{code}</pre></div></section>')
 
@@ -294,34 +443,76 @@ def row_html(lesson: Lesson, row: Row, highlighted: list[str], typeset: dict[str
 # ---------------------------------------------------------------------------------------------------------
 # The page
 # ---------------------------------------------------------------------------------------------------------
+@dataclass
+class Fold:
+    """Lines first..last folded under a summary: what a first read passes over above the fence (the imports, the
+    Hyperparameters' fields that its table shows)."""
+
+    first: int
+    last: int
+    summary: str
+
+
+def folds(lesson: Lesson) -> list[Fold]:
+    """The imports and module settings between the module docstring and the first definition, and the fields of
+    Hyperparameters (below its docstring and table: the table is read from them)."""
+    tree = ast.parse("\n".join(lesson.lines))
+    out = []
+    defs = [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
+    first = min([defs[0].lineno] + [d.lineno for d in defs[0].decorator_list])
+    start = lesson.docstrings[1][1] + 1 if 1 in lesson.docstrings else 1
+    if start < first:
+        head = [node for node in tree.body if start <= node.lineno < first]
+        modules = list(dict.fromkeys(
+            name.split(".")[0] for node in head for sub in ast.walk(node)
+            for name in ([a.name for a in sub.names] if isinstance(sub, ast.Import) else
+                         [sub.module or ""] if isinstance(sub, ast.ImportFrom) else [])
+            if name and name != "__future__"))
+        names = [t.id for node in head if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)]
+        what = f"imports: {', '.join(modules)}" + (f"; and {', '.join(names)}" if names else "")
+        out.append(Fold(start, first - 1, f'<span class="fold-what">{esc(what)}</span>'))
+    (cls,) = [node for node in defs if isinstance(node, ast.ClassDef) and node.name == "Hyperparameters"]
+    doc = cls.body[0]
+    if isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant) and cls.end_lineno > doc.end_lineno:
+        out.append(Fold(doc.end_lineno + 1, cls.end_lineno, '<span class="fold-what">the fields</span>'))
+    return out
+
+
 def copy_summary(lesson: Lesson, copy: CopiedBlock) -> str:
+    """The copy's marker line, small, a link to its original's module (its title: the lessons that carry the same
+    copy)."""
     others = [script for script in carriers(copy.target) if script != lesson.name]
-    lessons = ", ".join(f'<a href="{s[:-3]}.html">{s}</a>' for s in others)
-    shared = f"the same copy in {lessons}" if others else "no other lesson carries it"
-    return (f'{_anchors([copy.first])}<code>{esc(lesson.lines[copy.first - 1].strip())}</code> '
-            f'<span class="copy-what">{copy.last - copy.first} lines below; the original is <code>{esc(copy.name)}</code> '
-            f'in <a href="../raw/{esc(copy.module)}">{esc(copy.module)}</a>; {shared}</span>')
+    shared = f"the same copy in {', '.join(others)}" if others else "no other lesson carries it"
+    title = f"{copy.last - copy.first} lines, checked against {copy.name} in {copy.module}; {shared}"
+    return (f'{_anchors([copy.first])}<a class="copy-of" href="../raw/{esc(copy.module)}" title="{esc(title)}">'
+            f"<code>{esc(lesson.lines[copy.first - 1].strip())}</code></a>")
 
 
-def body_html(lesson: Lesson, first: int, last: int, highlighted: list[str], typeset: dict[str, str],
-              after: dict[str, str] | None = None, open_copies: bool = False, shown: set[str] | None = None) -> str:
+def body_html(lesson: Lesson, first: int, last: int, highlighted: list[str], page: Page,
+              open_copies: bool = False, folded: tuple[Fold, ...] | list[Fold] = ()) -> str:
     """Lines first..last, copied blocks in a `details` each (open with `open_copies`: PPO's own, above the fence;
-    folded below it); `after`: note_html's, for the rows before the first copy (the module docstring's)."""
-    parts, n = [], first
+    folded below it), the `folded` blocks in a folded `details` under their summary."""
     copies = [c for c in lesson.copies if first <= c.first <= last]
-    for copy in copies:
-        if n < copy.first:
-            parts += [row_html(lesson, r, highlighted, typeset, after, shown) for r in rows(lesson, n, copy.first - 1)]
-            after = None
-        inner = "".join(row_html(lesson, r, highlighted, typeset, None, shown)
-                        for r in rows(lesson, copy.first + 1, copy.last))
-        opened = " open" if open_copies else ""
-        parts.append(f'<details class="copy"{opened} data-target="{esc(copy.target)}" '
-                     f'data-lines="{copy.first}-{copy.last}">'
-                     f"<summary>{copy_summary(lesson, copy)}</summary>{inner}</details>")
-        n = copy.last + 1
+    blocks = sorted([(c.first, c.last, c) for c in copies] + [(f.first, f.last, f) for f in folded
+                                                               if first <= f.first <= last], key=lambda b: b[0])
+    parts, n = [], first
+    for start, end, block in blocks:
+        if start < n:
+            raise RuntimeError(f"{lesson.name}: lines {start}-{end} overlap a block before them")
+        parts += [row_html(lesson, r, highlighted, page) for r in rows(lesson, n, start - 1)]
+        if isinstance(block, Fold):
+            inner = "".join(row_html(lesson, r, highlighted, page) for r in rows(lesson, start, end))
+            parts.append(f'<details class="fold" data-lines="{start}-{end}"><summary>{block.summary}</summary>'
+                         f"{inner}</details>")
+        else:
+            inner = "".join(row_html(lesson, r, highlighted, page) for r in rows(lesson, start + 1, end))
+            opened = " open" if open_copies else ""
+            parts.append(f'<details class="copy"{opened} data-target="{esc(block.target)}" '
+                         f'data-lines="{start}-{end}">'
+                         f"<summary>{copy_summary(lesson, block)}</summary>{inner}</details>")
+        n = end + 1
     if n <= last:
-        parts += [row_html(lesson, r, highlighted, typeset, after, shown) for r in rows(lesson, n, last)]
+        parts += [row_html(lesson, r, highlighted, page) for r in rows(lesson, n, last)]
     return "".join(parts)
 
 
@@ -335,10 +526,6 @@ function openTarget() {
 }
 addEventListener("hashchange", openTarget); addEventListener("DOMContentLoaded", openTarget);
 </script>"""
-
-
-# The part of the module docstring that a lesson's learning curves illustrate: they are placed right after it.
-SHOULD_SEE = "What you should see"
 
 
 def png_size(path: Path) -> tuple[int, int]:
@@ -359,35 +546,45 @@ def curve_html(figure: Figure, root: Path) -> str:
             f"<figcaption>{esc(figure.caption)} <code>{esc(figure.path)}</code></figcaption></figure>")
 
 
+def opening_objectives(lesson: Lesson) -> list[str]:
+    """The objectives (L^{...}) its opening box names: typeset inline there (render.equations.typeset)."""
+    return objectives(" ".join(lesson.lines[n - 1] for n in teaches_lines(lesson)))
+
+
 def lesson_page(lesson: Lesson, typeset: dict[str, str], neighbours: list[tuple[str, str]],
-                figures: tuple[Figure, ...] = (), intro: str = "", checks: str = "") -> str:
+                figures: tuple[Figure, ...] = (), intro: str = "", checks: str = "", measured: str = "") -> str:
     """The whole page. `neighbours`: (href, title) of the diff pages this lesson is in; `figures`: its learning
-    curves (course.lessons), shown right after the module docstring's "What you should see"; `intro` and `checks`
-    (render.course): what the lesson teaches, what to read first and where its loop is, at the top; its check
-    questions, at the end."""
+    curves (course.lessons), shown right after the module docstring's "What you should see"; `intro`, `checks` and
+    `measured` (render.course, render.measured): the opening box's items after what the lesson teaches (what to read
+    first, where its loop is), its check questions at the end, the box on reading "Measured" at the top of its Try
+    this."""
     # Pygments' HTML of each line (spans closed at each line's end), index n - 1 for line n
     highlighted = highlight("\n".join(lesson.lines) + "\n", PythonLexer(), HtmlFormatter(nowrap=True)).split("\n")
     total = len(lesson.lines)
     end_of_lesson = lesson.fence[0] - 1 if lesson.fence else total
     curves = "".join(curve_html(figure, lesson.path.parent) for figure in figures)
-    shown: set[str] = set()  # the equations typeset so far: each once per page
-    body = body_html(lesson, 1, end_of_lesson, highlighted, typeset, {SHOULD_SEE: curves} if curves else None,
-                     open_copies=True, shown=shown)  # PPO's own functions (GAE, the losses, the rollout), shown
+    homes, intro_keys = equation_homes(lesson)
+    page_of = Page(typeset, homes, intro_keys, curves, intro, measured, def_lines(lesson))
+    body = body_html(lesson, 1, end_of_lesson, highlighted, page_of, open_copies=True,
+                     folded=folds(lesson))  # PPO's own functions (GAE, the losses, the rollout), shown
     if curves and body.count(curves) != 1:
         raise RuntimeError(f'{lesson.name}: its figures need one docstring part "{SHOULD_SEE}" before its first '
                            f"copied block, found {body.count(curves)}")
     if lesson.fence:
         first, last = lesson.fence
         fence_text = " ".join(line.lstrip("# ").strip() for line in lesson.lines[first:last - 1])
-        plumbing = body_html(lesson, last + 1, total, highlighted, typeset, shown=shown)
+        plumbing = body_html(lesson, last + 1, total, highlighted, page_of)
         body += (f'<details class="plumbing" id="sec-the-plumbing" data-lines="{first}-{total}"><summary>'
                  f'{_anchors(list(range(first, last + 1)))}<span class="fence">{esc(fence_text)}</span></summary>'
                  f"{plumbing}</details>")
+    for key in homes:  # each equation typeset once on the page, where its citations link
+        boxes = body.count(f'id="eq-{key}"')
+        if boxes != 1:
+            raise RuntimeError(f"{lesson.name}: equation {key} typeset {boxes} times on its page, not once")
     menu = "".join(f'<li><a href="#sec-{slug(title)}">{esc(title)}</a></li>' for _, title in lesson.sections)
     links = [f'<li><a href="../raw/{lesson.name}">{lesson.name} (the raw file)</a></li>']
     links += [f'<li><a href="{esc(href)}">{esc(title)}</a></li>' for href, title in neighbours]
     nav = (f'<nav class="parts" aria-label="parts of the lesson"><ul>{menu}</ul><ul class="more">{"".join(links)}</ul>'
            "</nav>")
-    content = (f'<h1>{esc(lesson.name)}</h1>{intro}{nav}<div class="lesson" data-script="{lesson.name}">{body}</div>'
-               f"{checks}")
+    content = f'<h1>{esc(lesson.name)}</h1>{nav}<div class="lesson" data-script="{lesson.name}">{body}</div>{checks}'
     return page(lesson.name, content + OPEN_TARGET, depth=1, katex=True)

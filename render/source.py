@@ -21,7 +21,7 @@ from tools.check_copies import CopiedBlock, copied_blocks
 from course.lessons import SCRIPTS
 
 ROOT = Path(__file__).resolve().parent.parent
-BANNER = re.compile(r"^# -{20,}$")  # a section banner: a title line between two of these
+BANNER = re.compile(r"^# --- (.+?) -{3,}$")  # a section banner, one line: "# --- The environment -----..."
 FENCE = re.compile(r"^# ={20,}$")  # the plumbing fence: its text between two of these
 
 
@@ -64,8 +64,7 @@ def read_lesson(path: Path) -> Lesson:
         prose.update(range(first, last + 1))
     fences = [n for n, line in enumerate(lines, start=1) if FENCE.match(line)] + [len(lines) + 1]
     fence = (fences[0], fences[1]) if len(fences) > 1 else None  # (an unclosed fence runs to the end)
-    sections = [(n, lines[n - 1][2:].strip()) for n in range(2, len(lines))
-                if BANNER.match(lines[n - 2]) and BANNER.match(lines[n]) and lines[n - 1].startswith("# ")]
+    sections = [(n, BANNER.match(line).group(1)) for n, line in enumerate(lines, start=1) if BANNER.match(line)]
     sections += [(fence[0] + 1, "The plumbing")] if fence else []
     return Lesson(path, lines, prose, docstrings, copied_blocks(source), fence, sections)
 

@@ -27,6 +27,14 @@ def line_ids(tree) -> list[int]:
     return [int(i[1:]) for i in tree.ids() if re.fullmatch(r"L\d+", i)]
 
 
+def page_words(node) -> bool:
+    """What a note's text leaves out when it is held to its lines' words: the equations' boxes, the hyperparameters'
+    table (read from the fields), the page's own words (class "added": the opening box's links, a fold's summary), and
+    of an inline formula KaTeX's HTML and MathML (its TeX annotation, the source's words, stays)."""
+    return (node.tag == "figure" or bool({"hyper-table", "added", "katex-html"} & set(node.classes()))
+            or (node.tag.startswith("m") and node.tag not in ("math", "mark")))
+
+
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_every_line_once_and_in_order(site, script):
     lines = (ROOT / script).read_text().splitlines()
@@ -42,7 +50,7 @@ def test_every_line_once_and_in_order(site, script):
         first, last = (int(x) for x in row.attrs["data-lines"].split("-"))
         prose = [n for n in range(first, last + 1) if n in lesson.prose]
         note = row.find_all("div", cls="note")[0]
-        rendered = note.text(skip=lambda c: c.tag == "figure" or {"eq-ref", "hyper-table"} & set(c.classes()))
+        rendered = note.text(skip=page_words)
         source = " ".join(lines[n - 1].strip().lstrip("#").replace('"""', "") for n in prose)
         assert words(rendered) == words(source), f"{script} lines {first}-{last}"
 
@@ -83,7 +91,8 @@ def test_each_lesson_shows_its_learning_curves_right_after_what_you_should_see(s
     heading = next(i for i, element in enumerate(elements) if element.text().strip() == SHOULD_SEE)
     text, following = should_see(lesson.script)
     assert words("".join(element.text() for element in elements[heading + 1:at])) == words(text)
-    assert words(elements[at + len(curves)].text()).startswith(words(following))
+    after = elements[at + len(curves)].text(skip=lambda node: "added" in node.classes())  # the page's own words out
+    assert words(after).startswith(words(following))
 
 
 def test_each_figure_is_one_of_the_record_with_its_command():
@@ -105,27 +114,39 @@ def ancestor(node, tag):
 
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_each_cited_equation_is_typeset_beside_its_line(site, script):
-    lines = (ROOT / script).read_text().splitlines()
+    """Each equation the lesson cites is typeset once on its page: beside the first line of prose that cites it (the
+    module docstring's References aside, which cite them all), or in the opening box when "What this lesson teaches"
+    cites it; every line that cites it has, in its row, that box or a link to it."""
+    lesson = read_lesson(ROOT / script)
+    lines = lesson.lines
     tree = lesson_tree(site, script)
     by_id = {node.attrs["id"]: node for node in tree.walk() if "id" in node.attrs}
-    checked = 0
+    boxes = [box.attrs["data-eq"] for box in tree.find_all("figure", cls="eq")]
+    assert len(boxes) == len(set(boxes)), f"{script}: an equation typeset twice: {sorted(boxes)}"
+    for box in tree.find_all("figure", cls="eq"):
+        assert box.find_all(cls="katex"), "a box without KaTeX's HTML"
+        assert box.find_all("figcaption")[0].text() == equations.EQUATIONS[box.attrs["data-eq"]].label
+    references = lines.index("References") + 1
+    module_end = lesson.docstrings[1][1]
+    checked, first_prose = 0, {}
     for n, line in enumerate(lines, start=1):
         keys = equations.cited(line)
         if not keys:
             continue
         row = ancestor(by_id[f"L{n}"], "section")
-        boxes = {box.attrs["data-eq"] for box in row.find_all("figure", cls="eq")}
-        refs = {ref.attrs["data-eq"] for ref in row.find_all("p", cls="eq-ref")}
-        assert set(keys) <= boxes | refs, f"{script}:{n} cites {keys}, its row typesets {sorted(boxes)}"
-        for box in row.find_all("figure", cls="eq"):
-            assert box.find_all(cls="katex"), "a box without KaTeX's HTML"
+        boxed = {box.attrs["data-eq"] for box in row.find_all("figure", cls="eq")}
+        linked = {a.attrs["href"][len("#eq-"):] for a in row.find_all("a", cls="eq-link")}
+        assert set(keys) <= boxed | linked, f"{script}:{n} cites {keys}; its row typesets {sorted(boxed)}, links {sorted(linked)}"
+        assert set(keys) <= set(boxes)
+        if n in lesson.prose and not references <= n <= module_end:
+            for key in keys:
+                first_prose.setdefault(key, row)
         checked += 1
     assert checked >= 8  # every lesson cites the paper's equations in a good many places
-    # once per page: one box an equation, the later citations linking to it
-    boxes = [box.attrs["data-eq"] for box in tree.find_all("figure", cls="eq")]
-    assert len(boxes) == len(set(boxes)), f"{script}: an equation typeset twice: {sorted(boxes)}"
-    for ref in tree.find_all("p", cls="eq-ref"):
-        assert ref.attrs["data-eq"] in boxes and f"eq-{ref.attrs['data-eq']}" in by_id
+    for key, row in first_prose.items():
+        assert by_id[f"eq-{key}"] in row.find_all("figure", cls="eq"), f"{script}: eq. {key} is not beside its first prose"
+    for link in tree.find_all("a", cls="eq-link"):
+        assert link.attrs["href"][1:] in by_id
 
 
 def test_equation_citations_are_read_as_written():
@@ -165,7 +186,9 @@ def test_a_folded_block_holds_exactly_its_copied_lines(site, script):
         assert line_ids(block) == list(range(copy.first, copy.last + 1))
         summary = block.find_all("summary")[0]
         assert line_ids(summary) == [copy.first]  # the marker line, always in sight
-        assert copy.module in summary.text() and copy.target in summary.text()
+        assert copy.target in summary.text()  # the marker line; a link to the original, named in its title
+        (link,) = summary.find_all("a", cls="copy-of")
+        assert link.attrs["href"] == f"../raw/{copy.module}" and copy.name in link.attrs["title"]
         above_the_fence = copy.first < lesson.fence[0]  # PPO's own functions: open; the plumbing's: folded
         assert (block.attrs.get("open") is not None) == above_the_fence, (copy.target, copy.first)
     plumbing = tree.find_all("details", cls="plumbing")
@@ -270,3 +293,54 @@ def test_the_debugging_guide_follows_the_lessons_with_a_figure_a_section(site):
     path = [a.attrs["href"] for ol in parse(site / "index.html").find_all("ol", cls="path") for a in ol.find_all("a")
             if not a.attrs["href"].startswith(("lessons/ppo_", "lessons/"))]
     assert path[-1] == "debugging.html"
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_the_menu_lists_every_section_banner_of_the_file(site, script):
+    """The page's menu of parts: each `# --- Title ---` banner of the lesson, in the file's order, then the plumbing;
+    each a link to its heading, which anchors the banner's line."""
+    lines = (ROOT / script).read_text().splitlines()
+    banners = [(n, m.group(1)) for n, line in enumerate(lines, start=1) if (m := re.match(r"# --- (.+?) -{3,}$", line))]
+    assert len(banners) >= 4
+    tree = lesson_tree(site, script)
+    (nav,) = tree.find_all("nav", cls="parts")
+    menu = nav.find_all("ul")[0].find_all("a")
+    assert [a.text() for a in menu] == [title for _, title in banners] + ["The plumbing"]
+    by_id = {node.attrs["id"]: node for node in tree.walk() if "id" in node.attrs}
+    for a, (n, title) in zip(menu, banners):
+        heading = by_id[a.attrs["href"][1:]]
+        assert heading.find_all("h2")[0].text() == title and f"L{n}" in set(heading.ids())
+
+
+def test_the_first_measured_lines_come_with_a_box_on_reading_them(site):
+    """Issue 65: where a learner meets the first "Measured" line (the first lesson whose Try this a study measured),
+    a box says what the seeds, the interval, the family's correction and "not detected" mean, with the study's own
+    figures (its runs a side, its family, the procedure's level and error rate) and that lesson's own lines as
+    examples; every other lesson's Try this links to it."""
+    from benchmarks import ablations
+    from benchmarks.core import inference
+
+    first = next(script for script in SCRIPTS if script in ablations.TRY_THIS)
+    tree = lesson_tree(site, first)
+    (box,) = [node for node in tree.walk() if node.attrs.get("id") == "reading-measured"]
+    assert ancestor(box, "details").attrs.get("class") == "try-this"
+    study, settings = ablations.TRY_THIS[first]
+    metric = ablations.STUDIES[study].metrics[0].name
+    effect = next(e for e in ablations.read_effects(ablations.RESULTS)
+                  if e["study"] == study and e["setting"] == settings[0] and e["metric"] == metric)
+    text = " ".join(box.text().split())
+    assert f"ran each setting {effect['runs']} times and the lesson's defaults {effect['default_runs']} times" in text
+    assert f"compared {effect['family']} settings" in text and f"at most {100 * inference.ALPHA:g}%" in text
+    assert f"The {100 * inference.LEVEL:g}% interval" in text
+    measured = [line.strip()[len("Measured: "):] for line in (ROOT / first).read_text().splitlines()
+                if line.strip().startswith("Measured: ")]
+    assert measured[0] in text and "not detected" in text and "is not “no effect”" in text
+    for script in SCRIPTS:
+        if script == first:
+            continue
+        links = [a.attrs["href"] for a in links_in(lesson_tree(site, script), "measured-link")]
+        assert links == [f"{first[:-3]}.html#reading-measured"], script
+
+
+def links_in(tree, cls: str) -> list:
+    return [a for node in tree.walk() if cls in node.classes() for a in node.find_all("a")]

@@ -13,6 +13,7 @@ installing both with apt-get): there a missing browser fails, so a green CI mean
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ import pytest
 from course.lessons import LESSONS
 from render import browser
 from render.lesson import png_size
+from tests.conftest import ROOT
 
 if not browser.available():
     if os.environ.get("REQUIRE_BROWSER") == "1":
@@ -80,7 +82,7 @@ def test_equations_have_a_size_and_fonts(site, driver):
 
 
 def test_the_learning_curves_load_beside_the_code(site, driver):
-    """Each lesson's figures (course.lessons) are decoded at their size, and shown in the note, left of the code."""
+    """Each lesson's figures (course.lessons) are decoded at their size, and shown in the note, left of any code."""
     for lesson in LESSONS:
         browser.load(driver, (site / "lessons" / f"{lesson.module}.html").as_uri())
         images = driver.find_elements(By.CSS_SELECTOR, "figure.curve img")
@@ -92,9 +94,11 @@ def test_the_learning_curves_load_beside_the_code(site, driver):
             assert natural[0] > 0 and tuple(natural) == png_size(site / "raw" / figure.path), (figure.path, natural)
             assert image.is_displayed() and image.size["width"] > 200, (figure.path, image.size)
             note, src, shown = driver.execute_script(
-                "const i = arguments[0], row = i.closest('section.row'); const r = e => e.getBoundingClientRect();"
+                "const i = arguments[0], row = i.closest('section.row'); const r = e => e && e.getBoundingClientRect();"
                 "return [r(i.closest('.note')), r(row.querySelector('.src')), r(i)]", image)
-            assert note["left"] <= shown["left"] and shown["right"] <= note["right"] <= src["left"], figure.path
+            assert note["left"] <= shown["left"] and shown["right"] <= note["right"], figure.path
+            if src is not None:  # beside code: left of it (the module docstring's row has none once the imports fold)
+                assert note["right"] <= src["left"], figure.path
 
 
 def test_ppo_s_copies_are_open_and_the_plumbing_s_fold(site, driver):
@@ -149,6 +153,9 @@ def test_a_lesson_page_shows_the_loop_as_lines_and_try_this_as_experiments(site,
     browser.load(driver, (site / "lessons" / f"{lesson.module}.html").as_uri())
     loop = driver.find_element(By.XPATH, "//p[strong[starts-with(., 'The loop')]]/following-sibling::*[1]")
     assert loop.tag_name in ("pre", "div") and "\n" in loop.get_attribute("textContent").strip()
+    folded = driver.find_element(By.CSS_SELECTOR, "details.try-this")  # read once the code is: folded, a click away
+    assert folded.get_attribute("open") is None
+    folded.find_element(By.TAG_NAME, "summary").click()
     items = driver.find_elements(By.XPATH, "//p[strong[starts-with(., 'Try this')]]/following-sibling::ul[1]/li")
     assert [item.find_element(By.TAG_NAME, "code").text for item in items] == [e.command for e in experiments]
     for item, e in zip(items, experiments):
@@ -165,7 +172,11 @@ def test_a_lesson_page_opens_with_its_goals_and_ends_with_check_questions(site, 
     diff), and a link to its loop's line; at the end, three check questions whose answers unfold on a click."""
     browser.load(driver, (site / "lessons" / f"{lesson.module}.html").as_uri())
     items = driver.find_elements(By.CSS_SELECTOR, "section.intro li")
-    assert [i.text.split(":")[0] for i in items[:2]] == ["What you will learn", "Read first"]
+    assert [i.text.split(":")[0] for i in items[:2]] == ["What this lesson teaches", "Read first"]
+    teaches = __import__(lesson.module).__doc__.split("What this lesson teaches")[1].split("\n\n")[0]
+    if "L^{" in teaches:  # the objective it names, typeset (its TeX in KaTeX's annotation), not left as L^{...}
+        tex = [a.get_attribute("textContent") for a in items[0].find_elements(By.CSS_SELECTOR, ".katex annotation")]
+        assert re.search(r"L\^\{[A-Z+]+\}", teaches).group(0) in tex and "L^{" not in items[0].text
     first = [a.get_attribute("href") for a in items[1].find_elements(By.TAG_NAME, "a")]
     expected = "lesson-0.html" if lesson.neighbour is None else f"lessons/{lesson.neighbour[:-3]}.html"
     assert first[0].endswith(expected) and all((site / Path(h[len(site.as_uri()) + 1:].split("#")[0])).is_file()
@@ -182,14 +193,17 @@ def test_a_lesson_page_opens_with_its_goals_and_ends_with_check_questions(site, 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.module)
 def test_the_hyperparameters_are_a_table_in_the_note_column(site, driver, lesson):
-    """Beside the class Hyperparameters: a table, a row per flag (flag, symbol, default, what it does, usual range),
-    read from the dataclass, in the note column (left of the code)."""
+    """Under the class Hyperparameters: each flag with its default in one line, then a folded table, a row per flag
+    (flag, symbol, default, what it does, usual range), read from the dataclass, in the note."""
     import ast
 
     tree = ast.parse((site / "raw" / lesson.script).read_text())
     (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Hyperparameters"]
     fields = [f"--{n.target.id.replace('_', '-')}" for n in cls.body if isinstance(n, ast.AnnAssign)]
     browser.load(driver, (site / "lessons" / f"{lesson.module}.html").as_uri())
+    defaults = driver.find_elements(By.CSS_SELECTOR, ".note .hyper-table .hp code")  # one line: each flag, its default
+    assert [d.text.split(" ")[0] for d in defaults] == fields and all(d.is_displayed() for d in defaults)
+    driver.find_element(By.CSS_SELECTOR, ".note .hyper-table details > summary").click()  # the table: folded
     table = driver.find_element(By.CSS_SELECTOR, ".note .hyper-table table")
     heads = [th.text for th in table.find_elements(By.CSS_SELECTOR, "thead th")]
     assert heads[:3] == ["flag", "symbol", "default"] and heads[3] == "what it does"
@@ -198,10 +212,12 @@ def test_the_hyperparameters_are_a_table_in_the_note_column(site, driver, lesson
     symbols = {row.find_elements(By.TAG_NAME, "td")[0].text: row.find_elements(By.TAG_NAME, "td")[1].text
                for row in table.find_elements(By.CSS_SELECTOR, "tbody tr")}
     assert symbols["--gamma"] == "gamma" and symbols["--clip-coef"] == "epsilon"
-    note, code = driver.execute_script(
-        "const t = arguments[0]; const r = e => e.getBoundingClientRect();"
-        "return [r(t.closest('.note')), r(t.closest('section.row').querySelector('.src'))]", table)
-    assert note["right"] <= code["left"]
+    note, code, shown = driver.execute_script(
+        "const t = arguments[0]; const r = e => e && e.getBoundingClientRect();"
+        "return [r(t.closest('.note')), r(t.closest('section.row').querySelector('.src')), r(t)]", table)
+    assert note["left"] <= shown["left"] and shown["right"] <= note["right"] + 1
+    if code is not None:  # beside code: left of it (the fields, the table's source, fold below it)
+        assert note["right"] <= code["left"]
 
 
 def test_the_index_shows_the_results_as_a_table(site, driver):
@@ -241,3 +257,41 @@ def test_no_sideways_scroll_of_the_page(site, width, tmp_path):
                 "const h = l[0].getBoundingClientRect().height;"
                 "return l.some(x => x.getBoundingClientRect().height > 1.5 * h)")
             assert wrapped
+
+
+# The words a reader passes on the way down a page, to an element: each visible text's words (a token with a letter
+# or digit), a formula counted as the words of its TeX, the line numbers, the site's header and the page's menu out.
+WORDS_BEFORE = """
+const target = document.getElementById(arguments[0]);
+const walker = document.createTreeWalker(document.querySelector('main'), NodeFilter.SHOW_TEXT);
+const count = text => text.split(/\\s+/).filter(w => /[A-Za-z0-9]/.test(w)).length;
+let words = 0, node;
+while ((node = walker.nextNode())) {
+  if (target.contains(node) || (target.compareDocumentPosition(node) & Node.DOCUMENT_POSITION_FOLLOWING)) break;
+  const el = node.parentElement;
+  if (el.closest('nav.parts') || el.closest('.ln') || el.closest('.katex-html')) continue;
+  if (el.closest('.katex-mathml')) {
+    if (el.tagName.toLowerCase() === 'annotation' && el.closest('.katex').checkVisibility()) words += count(node.textContent);
+    continue;
+  }
+  if (el.checkVisibility()) words += count(node.textContent);
+}
+return words;
+"""
+
+
+def test_lesson_1_reaches_its_first_update_within_2000_words(site, driver):
+    """Issue 65: a learner on the site reads PPO's first optimizer step within about 10 minutes (2,000 words, code
+    and prose): the imports, the Hyperparameters' fields (their table shows them), Try this, Usage and References are
+    folded on the way, and each equation is typeset once."""
+    import ast
+
+    source = (ROOT / "ppo_cartpole.py").read_text()
+    lines = source.splitlines()
+    train = next(node for node in ast.parse(source).body if isinstance(node, ast.FunctionDef) and node.name == "train")
+    step = next(n for n in range(train.lineno, train.end_lineno + 1) if "optimizer.step()" in lines[n - 1])
+    browser.load(driver, (site / "lessons" / "ppo_cartpole.html").as_uri())
+    words = driver.execute_script(WORDS_BEFORE, f"L{step}")
+    assert 1000 < words <= 2000, words
+    imports = [node.lineno for node in ast.parse(source).body if isinstance(node, (ast.Import, ast.ImportFrom))]
+    assert imports and not any(driver.find_element(By.ID, f"L{n}").is_displayed() for n in imports)
