@@ -28,22 +28,22 @@ What you should see
     Curves: benchmarks/results/ppo_pendulum_continuous.png; every range: benchmarks/README.md, "What a healthy
     run looks like"; a run that looks otherwise: python -m course.diagnose runs/<run>.
 
-Try this (predict, then run; "Measured": Hopper-v5 at Table 1's flags, 5 seeds against the default's 10: the final
-return's shift, 95% interval, Holm-corrected verdict)
-    python -m benchmarks.ablations hopper --settings none-here --seeds 1 2 3 4 5
-        Predict: `--objective none` ascends L^CPI = E[r_t A_t] unconstrained for 10 epochs. As well as the clip?
-        Answer: far worse: nothing stops the epochs pushing pi past where pi_old's samples say anything.
-        Measured: -2284.7 [-2634.4, -1935.0], hurts
+Try this (predict, then run; "Measured": the study's change in the mean return over the run, 10 seeds a setting
+at the lesson's defaults, 95% interval, Holm-corrected verdict; Hopper-v5 at Table 1's: benchmarks/README.md)
+    python ppo_pendulum_continuous.py --objective none
+        Predict: `--objective none` ascends L^CPI = E[r_t A_t] unclipped for 10 epochs. As well as the clip?
+        Answer: far worse, no seed of 10 reaches -200: nothing stops the epochs moving pi where pi_old never went.
+        Measured: -864.2 [-977.2, -751.3], hurts
         Symptom: course/when-ppo-does-not-learn.md#approx_kl-far-above-the-healthy-range
-    python -m benchmarks.ablations hopper --settings no-norm-reward --seeds 1 2 3 4 5
-        Predict: unscaled, the value targets are Hopper's returns in its own units. Worse?
-        Answer: not detected, though the interval lies below 0: scaling keeps the critic's targets near 1.
-        Measured: -800.2 [-1214.0, -386.4], not detected (could detect 880.6)
+    python ppo_pendulum_continuous.py --no-norm-reward
+        Predict: unscaled, a step pays about -16 to 0, so V must fit discounted returns in the hundreds. Slower?
+        Answer: much slower, and lower at the end: while V lags its targets, its advantages mislead pi.
+        Measured: -457.0 [-485.4, -428.6], hurts
         Symptom: course/when-ppo-does-not-learn.md#the-value-loss-explodes
-    python -m benchmarks.ablations hopper --settings shared-trunk --seeds 1 2 3 4 5
-        Predict: actor and critic share their hidden layers, as CartPole's do. Better or worse?
-        Answer: not detected, though the interval lies below 0: the two losses pull shared features apart.
-        Measured: -1083.5 [-1910.1, -256.9], not detected (could detect 1976.3)
+    python ppo_pendulum_continuous.py --no-norm-obs
+        Predict: the inputs raw: the angle's cos and sin, its speed within [-8, 8]. Slower, faster or the same?
+        Answer: a little faster, no difference at the end detected: inputs this small leave normalizing little to fix.
+        Measured: +12.9 [5.0, 20.9], helps
 
 Differs from ppo_lunarlander_vec.py in:
     - Agent: a Gaussian, a state-independent log-std; ClipAction clips actions for the env only

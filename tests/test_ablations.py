@@ -479,6 +479,60 @@ def test_each_try_this_measurement_is_what_the_committed_study_gives(script):
     assert all(e.predict.endswith("?") and e.answer for e in experiments)
 
 
+@pytest.mark.parametrize("script", sorted(ablations.TRY_THIS))
+def test_each_try_this_runs_the_lessons_own_command_at_its_own_scale(script):
+    """A learner runs a "Try this" as the docstring gives it: the lesson itself, with the setting's flag or patch
+    and nothing else. So its study must be that command's run: the lesson's own task and length, no flags of its
+    own (Hopper at Table 1's 1M steps once stood for Pendulum's, a study of 6-minute runs where the lesson's are
+    one), and each setting's recorded runs as long as the lesson's (within one rollout)."""
+    study, settings = ablations.TRY_THIS[script]
+    ablation = ablations.STUDIES[study]
+    args = __import__(script[:-3]).Args()
+    assert (ablation.script, ablation.task, ablation.total_timesteps, ablation.flags) == \
+        (script, args.env_id, args.total_timesteps, [])
+    rollout = getattr(args, "num_envs", 1) * args.num_steps  # CartPole: one env
+    rows, _ = ablations.recorded(ablation, ablations.RESULTS)
+    for name, (command, _) in zip(settings, ablations.try_this(script, ablations.read_effects())):
+        setting = ablation.settings[name]
+        assert command == " ".join(["python", *(f"-m benchmarks.patches --patch {p}" for p in setting.patches),
+                                    script, *setting.flags])
+        steps = {int(r["steps"]) for r in rows if r["setting"] in (name, ablation.default)}
+        assert steps and all(args.total_timesteps - rollout < s <= args.total_timesteps for s in steps), (name, steps)
+
+
+# What an Answer's first claim says (its first word of these), and the verdicts that claim agrees with.
+CLAIMS = {"hurts": ("worse", "slower", "lower", "below"), "helps": ("better", "faster", "higher", "above"),
+          "not detected": ("not detect", "no difference", "not detectably")}
+
+
+@pytest.mark.parametrize("script", sorted(ablations.TRY_THIS))
+def test_each_try_this_answer_says_what_its_verdict_says(script):
+    """An Answer says first what its Measured line's verdict says: "worse" or "slower" where the study found
+    hurts, "faster" where helps, "not detected" or "no difference detected" where it could not tell."""
+    _, experiments = lessons.try_this(ast.get_docstring(ast.parse((ROOT / script).read_text())))
+    for e in experiments:
+        verdict = next(v for v in CLAIMS if v in e.measured)
+        found = [(e.answer.find(word), claim) for claim, words in CLAIMS.items() for word in words if word in e.answer]
+        assert found and min(found)[1] == verdict, (e.command, e.answer, e.measured)
+
+
+def test_write_try_this_refuses_other_commands_in_one_line_and_writes_no_lesson(tmp_path, monkeypatch, capsys):
+    """A lesson whose Try this commands are not its study's: one line on stderr, exit 2, and no lesson written
+    (not even those before it, which were in order)."""
+    for script in ablations.TRY_THIS:
+        (tmp_path / script).write_text((ROOT / script).read_text())
+    last = tmp_path / list(ablations.TRY_THIS)[-1]
+    last.write_text(last.read_text().replace(f"    python {last.name} --", f"    python {last.name} --seed 3 --", 1))
+    first = tmp_path / list(ablations.TRY_THIS)[0]
+    first.write_text(first.read_text().replace("        Measured: ", "        Measured: stale ", 1))
+    before = {path.name: path.read_text() for path in tmp_path.iterdir()}
+    monkeypatch.setattr(ablations, "ROOT", tmp_path)
+    assert ablations.main(["--write-try-this"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and f"{last.name}: its Try this commands" in err
+    assert {path.name: path.read_text() for path in tmp_path.iterdir()} == before
+
+
 LESSON = '''"""Doc.
 
 Try this (what the figures

@@ -576,6 +576,12 @@ def test_breakout_try_this():
     assert header == (f"Try this (predict, then run; \"Measured\": the mean of the last 100 whole games at "
                       f"{frames[long] // 1_000_000}M frames, last 20 at {frames[two_m] // 1_000_000}M on 2 CPU cores; "
                       f"1-2 seeds)")
+    # the 2M-frame answer's speeds: each recipe's two seeds' overall steps a second, as their rows record them
+    sps = {name: sorted(round(float(r["sps"])) for r in read_rows(RESULTS / f"ppo_breakout_atari-{name}.csv"))
+           for name in ("bf16", "fp32")}
+    (answer,) = [e.answer for e in parsed if e.command == f"{two_m} --precision fp32"]
+    assert (f"ran faster, {sps['bf16'][0]}-{sps['bf16'][-1]} steps a second against {sps['fp32'][0]}-{sps['fp32'][-1]}"
+            in answer)
 
 
 def test_mario_try_this():

@@ -116,7 +116,7 @@ def test_the_detectable_effect():
     assert math.isfinite(ten[0].detectable) and ten[0].detectable > 0  # 2/3003 < 0.05/19
 
 
-@pytest.mark.parametrize("study", ["cartpole", "lunarlander", "hopper"])
+@pytest.mark.parametrize("study", ["cartpole", "lunarlander", "hopper", "pendulum"])
 def test_the_aa_check_holds_the_family_wise_error(study):
     """Part 2 of the A/A check on 1,000 simulated studies shaped like each real one (its settings, their seeds and
     the default's, read from benchmarks.ablations: Hopper's 19 settings x 5 seeds against a default of 10), every
@@ -127,7 +127,10 @@ def test_the_aa_check_holds_the_family_wise_error(study):
     found = aa_check.simulate(settings, seeds, default_seeds, aa_check.normal, 1000, np.random.default_rng(0))
     false = round(found["fwer_holm"] * 1000)
     assert stats.binomtest(false, 1000, inference.ALPHA, alternative="greater").pvalue > 0.01, found
-    assert found["fwer_uncorrected"] > 0.25 and 0.035 < found["interval_missed"] < 0.065, found
+    # each test alone, a family of k shows a false verdict far more often than 5% (1 - 0.95^k apart from the shared
+    # default's correlation: 19% for Pendulum's 4, 51% for CartPole's 14)
+    assert found["fwer_uncorrected"] > min(0.25, 0.6 * (1 - (1 - inference.ALPHA) ** settings)), found
+    assert 0.035 < found["interval_missed"] < 0.065, found
 
 
 def test_the_committed_aa_check():
@@ -138,7 +141,7 @@ def test_the_committed_aa_check():
 
     rows = read_csv(aa_check.RECORD)
     simulated = [r for r in rows if r["part"] == "simulated"]
-    assert {r["study"] for r in simulated} == {"cartpole", "lunarlander", "hopper"} and len(simulated) == 6
+    assert {r["study"] for r in simulated} == {"cartpole", "lunarlander", "hopper", "pendulum"} and len(simulated) == 8
     for r in simulated:
         studies = int(r["studies"])
         false = round(float(r["fwer_holm"]) * studies)
