@@ -7,6 +7,8 @@ advantage, a ratio outside the clip range, a batch of one), then on random input
 failure names the case, what was expected and what came back, and a hint at the idea it tests, never the answer.
 `python -m exercises train NAME` trains the lesson with your function swapped in (exercises/train.py). The lessons
 are the solutions: `python -m exercises solution NAME` shows the lesson's code. exercises/README.md is the list.
+The first, REINFORCE, comes before any lesson (after lesson 0's policy gradient): its solution and its trainer are a
+file of their own, exercises/reinforce_cartpole.py.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ class Exercise:
     def reference(self) -> Callable:
         """The lesson's own code for it: its function of the same name, or (REFERENCES) a call of the lesson's
         code that does the same."""
+        if isinstance(REFERENCES.get(self.name), str):  # "module:function", imported when first asked for
+            module, _, function = REFERENCES[self.name].partition(":")
+            return getattr(importlib.import_module(module), function)
         if self.name in REFERENCES:
             return REFERENCES[self.name]
         return getattr(importlib.import_module(self.lesson.removesuffix(".py")), self.function)
@@ -75,6 +80,68 @@ def close(got, expected, what: str = "") -> None:
         fmt = {"float_kind": lambda x: f"{x:.4f}"}
         raise Failed(f"{what}expected {np.array2string(expected, formatter=fmt)}, "
                      f"got {np.array2string(got_array.astype(np.float64), formatter=fmt)}")
+
+
+# --- REINFORCE ------------------------------------------------------------------------------------------------------
+
+def _reinforce_case(logprobs, rewards, dones, gamma, returns):
+    """Check -mean(log pi G_t)'s value, and its gradient in each log pi(a_t|s_t): -G_t / T. `returns`: the G_t worked
+    out by hand."""
+    def run(fn):
+        logprob = torch.tensor(logprobs, dtype=torch.float64, requires_grad=True)
+        loss = fn(logprob, torch.tensor(rewards, dtype=torch.float64), torch.tensor(dones, dtype=torch.float64), gamma)
+        the_loss(loss, -sum(lp * g for lp, g in zip(logprobs, returns)) / len(returns))
+        if not loss.requires_grad:
+            raise Failed("expected a loss that carries the gradient, got one that carries none: compute it from "
+                         "`logprobs` with torch operations")
+        loss.backward()
+        close(logprob.grad, [-g / len(returns) for g in returns], "its gradient in log pi(a_t|s_t) (-G_t / T): ")
+    return run
+
+
+def _reinforce_random(fn):
+    """30 random batches of 1 to 4 episodes against the solution's reinforce_loss."""
+    reference = EXERCISES["reinforce"].reference()
+    rng = np.random.default_rng(6)
+    for k in range(30):
+        lengths = rng.integers(1, 8, size=int(rng.integers(1, 5)))
+        dones = np.concatenate([np.eye(1, n, n - 1)[0] for n in lengths])
+        logprobs, rewards, gamma = -rng.uniform(0.05, 2, len(dones)), rng.normal(size=len(dones)), rng.uniform(0.8, 1)
+        mine, theirs = (torch.tensor(logprobs, requires_grad=True) for _ in range(2))
+        got = fn(mine, torch.tensor(rewards), torch.tensor(dones), float(gamma))
+        expected = reference(theirs, torch.tensor(rewards), torch.tensor(dones), float(gamma))
+        what = f"random batch {k + 1} of 30 ({len(lengths)} episodes, T = {len(dones)}), "
+        if not isinstance(got, torch.Tensor) or got.dim() != 0 or not got.requires_grad:
+            raise Failed(f"{what}expected a torch scalar carrying the gradient, got {got!r}")
+        close(got, expected.item(), what + "the loss: ")
+        got.backward()
+        expected.backward()
+        close(mine.grad, theirs.grad.numpy(), what + "the gradient: ")
+
+
+REINFORCE_CASES = [
+    Case("one step, one episode (gamma = 0.9): a batch of one",
+         "the loss to minimize is -mean(log pi(a_t|s_t) G_t): log pi as given, not pi; its gradient in log pi is "
+         "-G_t / T, so a step makes an action with G_t > 0 more likely",
+         _reinforce_case([-0.5], [2.0], [1.0], 0.9, [2.0])),
+    Case("two one-step episodes (gamma = 0): the mean over the batch's steps",
+         "the loss is the mean over the T steps, not their sum: each step's gradient carries 1 / T",
+         _reinforce_case([-0.5, -1.0], [1.0, 3.0], [1.0, 1.0], 0.0, [1.0, 3.0])),
+    Case("one episode of three steps (gamma = 1): each step weighted by the rewards from it on",
+         "G_t sums the rewards from step t to the episode's end: an action earned nothing that came before it",
+         _reinforce_case([-0.2, -0.7, -1.2], [1.0, 2.0, 4.0], [0.0, 0.0, 1.0], 1.0, [1 + 2 + 4, 2 + 4, 4])),
+    Case("one episode of three steps (gamma = 0.5): the discount",
+         "G_t = r_t + gamma G_{t+1}: a reward k steps after t counts gamma^k, counted from t, not from the "
+         "episode's start",
+         _reinforce_case([-0.2, -0.7, -1.2], [1.0, 2.0, 4.0], [0.0, 0.0, 1.0], 0.5,
+                         [1 + 0.5 * 2 + 0.25 * 4, 2 + 0.5 * 4, 4])),
+    Case("two episodes in one batch, the first ending at t = 1 (gamma = 0.5)",
+         "where dones[t] = 1 the episode is over: G_{t+1} belongs to the next episode and does not flow back",
+         _reinforce_case([-0.3, -0.6, -0.9, -1.2], [1.0, 1.0, 1.0, 1.0], [0.0, 1.0, 0.0, 1.0], 0.5,
+                         [1 + 0.5 * 1, 1, 1 + 0.5 * 1, 1])),
+    Case("random batches of whole episodes against the solution's reinforce_loss",
+         "every case above at once: episodes of any length, any gamma", _reinforce_random),
+]
 
 
 # --- GAE ------------------------------------------------------------------------------------------------------------
@@ -760,6 +827,21 @@ STACK_CASES = [
 
 
 EXERCISES = {e.name: e for e in [
+    Exercise("reinforce", "reinforce_loss", "course/ppo-on-one-page.md", "REINFORCE: the policy gradient with the "
+             "reward-to-go, before PPO", (
+                 "The loss is -mean(log pi(a_t|s_t) G_t): minimizing it climbs eq. 1's g_hat. Its sign flipped, "
+                 "every step makes the actions that earned the most less likely.",
+                 "The weight is on log pi, not pi: the gradient of log pi is grad pi / pi, which cancels how often "
+                 "the policy samples each action. With pi itself each step's gradient is multiplied by "
+                 "pi(a_t|s_t), the estimate is no longer the policy gradient, and CartPole does not learn "
+                 "(benchmarks/test_exercises_train.py).",
+                 "G_t is the reward-to-go, the rewards from step t on, computed backwards: an action earned nothing "
+                 "that came before it. (The whole episode's return at every step is unbiased too, since the earlier "
+                 "rewards' terms average to 0, but it carries their noise; the cases ask for the reward-to-go.)",
+                 "A reward k steps after t counts gamma^k, counted from t; and where an episode ends G is cut, so "
+                 "no reward flows back from the next episode of the batch.",
+                 "The loss is a mean over the batch's steps, as eq. 1's average is: a sum makes the gradient grow "
+                 "with the batch's length.")),
     Exercise("gae", "compute_gae", "ppo_cartpole.py", "Generalized Advantage Estimation, with terminations and "
              "truncations", (
                  "A termination ends the MDP: no reward follows, so V(s_{t+1}) is 0 there; bootstrapping from V would "
@@ -836,9 +918,12 @@ EXERCISES = {e.name: e for e in [
                  "first convolution reads the k frames as its input channels.",
                  "A reset refills the stack: a new episode must not begin beside the last episode's frames.")),
 ]}
-CASES = {"gae": GAE_CASES, "clip": CLIP_CASES, "loss": LOSS_CASES, "value_clip": VALUE_CASES, "rollout": ROLLOUT_CASES,
-         "gaussian": GAUSSIAN_CASES, "kl_beta": BETA_CASES, "max_and_skip": SKIP_CASES, "frame_stack": STACK_CASES}
-REFERENCES = {"gaussian": _pendulum_gaussian, "loss": _cartpole_loss}  # the lesson's code, where it is not a function of that name
+CASES = {"reinforce": REINFORCE_CASES, "gae": GAE_CASES, "clip": CLIP_CASES, "loss": LOSS_CASES,
+         "value_clip": VALUE_CASES, "rollout": ROLLOUT_CASES, "gaussian": GAUSSIAN_CASES, "kl_beta": BETA_CASES,
+         "max_and_skip": SKIP_CASES, "frame_stack": STACK_CASES}
+# The lesson's code, where it is not a function of that name; REINFORCE, which no lesson holds: its own file's.
+REFERENCES = {"gaussian": _pendulum_gaussian, "loss": _cartpole_loss,
+              "reinforce": "exercises.reinforce_cartpole:reinforce_loss"}
 SHOWN = {"gaussian": "ppo_pendulum_continuous:Agent.get_action_and_value"}
 
 
@@ -882,4 +967,5 @@ def solution(name: str) -> str:
         return f"{exercise.lesson}, {where}:\n\n{source}\nThe traps:\n{traps}"
     shown = exercise.shown()
     source = inspect.getsource(shown)
-    return f"{exercise.lesson}'s {shown.__qualname__}:\n\n{source}\nThe traps:\n{traps}"
+    owner = exercise.lesson if exercise.lesson.endswith(".py") else f"{shown.__module__.replace('.', '/')}.py"
+    return f"{owner}'s {shown.__qualname__}:\n\n{source}\nThe traps:\n{traps}"

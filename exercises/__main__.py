@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
 def train_command(name: str, lesson: bool, parser: Parser) -> int:
     """Train with the learner's function (after its check: a function not written is refused, one that fails a
     case trains, to show what the mistake does) or the lesson's own."""
-    from exercises.train import TRAININGS, UNTRAINED, train
+    from exercises.train import OWN, TRAININGS, UNTRAINED, train
 
     if name in UNTRAINED:
         parser.error(f"no train for {name}: {UNTRAINED[name]}")
@@ -76,6 +76,14 @@ def train_command(name: str, lesson: bool, parser: Parser) -> int:
             print("\n".join(["your function fails a case; it trains anyway, to show what the mistake does:",
                               *report[-3:], ""]))
         fn = EXERCISES[name].learner()
+    if name in OWN:  # REINFORCE: its own minimal trainer, no lesson
+        from exercises import reinforce_cartpole
+
+        command, wait = OWN[name]
+        print(f"{command} with {'its own function' if lesson else f'exercises/{name}.py'} ({wait} on 2 CPU cores)")
+        lines = reinforce_cartpole.report(fn)
+        print("\n".join(lines))
+        return 1 if " stopped" in lines[0] else 0
     training = TRAININGS[name]
     print(f"{' '.join([training.lesson, *training.flags])} --seed 1 with "
           f"{'its own function' if lesson else f'exercises/{name}.py'} ({training.wait} on 2 CPU cores)")

@@ -69,6 +69,11 @@ UNTRAINED = {name: "its lesson, Breakout, learns in hours, not minutes: its shor
              for name in ("max_and_skip", "frame_stack")}
 
 
+# REINFORCE has no lesson: it trains with a minimal file of its own, exercises/reinforce_cartpole.py, and no band
+# of committed runs; its verdict is a rule (reinforce_cartpole.verdict).
+OWN = {"reinforce": ("python -m exercises.reinforce_cartpole --seeds 1", "about 5 seconds")}
+
+
 # The loss is computed inline, in the lesson's train(): its line is edited to call the learner's function
 # (exercises.bugs.run_edited runs the edited lesson, as it runs a silent bug).
 EDITS = {"loss": ("loss = pg_loss + args.vf_coef * v_loss - args.ent_coef * entropy_loss",

@@ -225,6 +225,12 @@ MUTATIONS = [
                                                  "{case.name}\", f\"  {failed}\",")],
              ["tests/test_exercises.py::test_a_typical_wrong_answer_fails_the_case_built_for_it"],
              files="exercises/__init__.py"),
+    Mutation("reinforce-returns-not-cut", "REINFORCE's solution: G_t summed on across episode ends, the batch's "
+             "later episodes credited to the earlier ones",
+             [("following = rewards[t] + gamma * following * (1.0 - dones[t])",
+               "following = rewards[t] + gamma * following")],
+             ["tests/test_exercises.py::test_every_check_passes_on_the_lessons_own_function"],
+             files="exercises/reinforce_cartpole.py"),
     Mutation("diagnose-limits-loosest", "diagnose: a median judged against the looser of the band and the widened "
              "medians' range, not the tighter",
              [("return max(self.band[0], widened[0]), min(self.band[1], widened[1])",

@@ -169,3 +169,61 @@ def test_lesson0_defines_the_kl_with_a_two_action_example_that_computes():
     assert "approx_kl = ((ratio - 1) - logratio).mean()" in (ROOT / "ppo_cartpole.py").read_text()
     glossary = text.split("## Glossary")[1]
     assert "**KL divergence**" in glossary and "(#how-far-a-policy-moved-the-kl-divergence)" in glossary
+
+
+def test_lesson0_derives_the_policy_gradient_by_the_log_derivative():
+    """The main text takes grad E[R] to E[R grad log p] by grad p = p grad log p, drops the environment's terms, then
+    gives eq. 1 and the loss L^PG of eq. 2, and links the REINFORCE exercise there; the identity holds by autograd on
+    a two-action softmax (the gradient of sum_a pi(a) R(a) is sum_a pi(a) grad log pi(a) R(a))."""
+    import torch
+
+    import exercises
+
+    text = LESSON0.read_text()
+    section = text.split("## A policy and its gradient")[1].split("\n## ")[0]
+    steps = [r"$\nabla_\theta p_\theta = p_\theta\, \nabla_\theta \log p_\theta$",
+             r"= \mathbb{E}_{\tau \sim \pi_\theta}\left[R(\tau)\, \nabla_\theta \log p_\theta(\tau)\right]$$",
+             r"$$\nabla_\theta \log p_\theta(\tau) = \sum_t \nabla_\theta \log \pi_\theta(a_t \mid s_t)$$",
+             r"$$\hat{g} = \hat{\mathbb{E}}_t\left[\nabla_\theta \log \pi_\theta(a_t \mid s_t)\, \hat{A}_t\right]$$",
+             r"$$L^{PG}(\theta) = \hat{\mathbb{E}}_t\left[\log \pi_\theta(a_t \mid s_t)\, \hat{A}_t\right]$$",
+             "[`reinforce`](../exercises/reinforce.py)"]
+    assert all(step in section for step in steps), [step for step in steps if step not in section]
+    assert [section.index(step) for step in steps] == sorted(section.index(step) for step in steps)
+    assert "(eq. 1)" in section and "(eq. 2)" in section and "reward-to-go" in section
+    assert (ROOT / "exercises" / "reinforce.py").is_file() and list(exercises.EXERCISES)[0] == "reinforce"
+
+    logits = torch.tensor([0.3, -0.2], requires_grad=True)
+    returns = torch.tensor([1.0, 3.0])
+    (grad_j,) = torch.autograd.grad((logits.softmax(0) * returns).sum(), logits)
+    pi = logits.softmax(0).detach()
+    grad_log = [torch.autograd.grad(logits.log_softmax(0)[a], logits)[0] for a in range(2)]
+    assert torch.allclose(grad_j, sum(pi[a] * grad_log[a] * returns[a] for a in range(2)))
+
+
+def test_lesson0_says_the_policy_loss_is_no_measure_of_progress():
+    """The page's claim, computed with the lesson's own code (ppo_cartpole.py's clipped_surrogate_loss, its minibatch
+    normalization): at r = 1 the logged loss is 0 whatever the advantages' scale, and otherwise at most the
+    root-mean-square of r - 1 in size, for advantages of any scale and mean."""
+    import torch
+
+    import ppo_cartpole
+
+    text = LESSON0.read_text()
+    loop = text.split("## The whole loop")[1].split("\n## ")[0]
+    assert "**The policy loss is not a measure of progress.**" in loop
+    assert "exactly $-\\hat{\\mathbb{E}}_t[\\hat{A}_t] = 0$" in loop and "root-mean-square of $r_t - 1$" in loop
+    assert "**policy_loss** (`losses/policy_loss`)" in text.split("## Glossary")[1]
+    source = (ROOT / "ppo_cartpole.py").read_text()
+    normalize = "mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)"
+    assert normalize in source and '"losses/policy_loss": pg_loss.item()' in source
+    generator = torch.Generator().manual_seed(0)
+    for k in range(200):
+        size = 2 + k % 60
+        advantages = (torch.randn(size, generator=generator, dtype=torch.float64) * 10.0 ** (k % 7 - 3)
+                      + 10.0 ** (k % 5))
+        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+        ratio = 1 + (torch.rand(size, generator=generator, dtype=torch.float64) - 0.5) * (k % 4) * 0.4
+        loss = ppo_cartpole.clipped_surrogate_loss(ratio, advantages, 0.2).item()
+        assert abs(loss) <= ((ratio - 1) ** 2).mean().sqrt().item() + 1e-9  # (1e-9: float64 rounding)
+        if k % 4 == 0:  # r = 1: exactly the mean of the normalized advantages
+            assert abs(loss) < 1e-9

@@ -27,6 +27,38 @@ def test_every_check_passes_on_the_lessons_own_function(name):
 
 # --- wrong answers a learner writes, each with the case that must catch it -------------------------------------------
 
+def reinforce(sign=-1.0, log=True, detach=False, total=False, discount=True, backwards=True, from_start=False,
+              cut=True, whole_episode=False):
+    """reinforce_loss with one typical mistake: the sign flipped, pi for log pi, the loss detached, a sum for the
+    mean, gamma ignored, the rewards so far (a forward loop), gamma^k counted from the episode's start, the returns
+    summed on across episode ends, the whole episode's return at every step."""
+    def fn(logprobs, rewards, dones, gamma):
+        r, d, g = rewards.tolist(), dones.tolist(), gamma if discount else 1.0
+        returns, following = [0.0] * len(r), 0.0
+        if backwards:
+            for t in reversed(range(len(r))):
+                following = r[t] + g * following * ((1.0 - d[t]) if cut else 1.0)
+                returns[t] = following
+        else:  # the rewards up to t, as a forward loop sums them
+            for t in range(len(r)):
+                following = r[t] + g * following
+                returns[t] = following
+                following = following * (1.0 - d[t])
+        starts = [t == 0 or d[t - 1] == 1.0 for t in range(len(r))]
+        if from_start or whole_episode:  # each episode's steps: gamma^k from its first step
+            begin = 0
+            for t in range(len(r)):
+                begin = t if starts[t] else begin
+                end = next(e for e in range(t, len(r)) if d[e] == 1.0 or e == len(r) - 1)
+                first = range(t if from_start else begin, end + 1)
+                returns[t] = sum(g ** (k - begin) * r[k] for k in first)
+        weight = logprobs.exp() if not log else logprobs
+        term = weight * torch.tensor(returns, dtype=logprobs.dtype)
+        loss = sign * (term.sum() if total else term.mean())
+        return loss.detach() if detach else loss
+    return fn
+
+
 def gae(mask=True, bootstrap_termination=False, truncation_as_termination=False, sign=1.0, backwards=True,
         time_axis=0):
     """compute_gae with one typical mistake switched on."""
@@ -195,6 +227,15 @@ def frame_stack(start="repeat", newest="last", axis=0, refill=True, k=None):
 
 
 WRONG = [
+    ("reinforce", reinforce(sign=1.0), "a batch of one", "-mean(log pi(a_t|s_t) G_t)"),
+    ("reinforce", reinforce(log=False), "a batch of one", "log pi as given, not pi"),
+    ("reinforce", reinforce(detach=True), "a batch of one", "its gradient in log pi"),
+    ("reinforce", reinforce(total=True), "the mean over the batch's steps", "not their sum"),
+    ("reinforce", reinforce(backwards=False), "the rewards from it on", "nothing that came before it"),
+    ("reinforce", reinforce(whole_episode=True), "the rewards from it on", "nothing that came before it"),
+    ("reinforce", reinforce(discount=False), "the discount", "G_t = r_t + gamma G_{t+1}"),
+    ("reinforce", reinforce(from_start=True), "the discount", "counted from t"),
+    ("reinforce", reinforce(cut=False), "two episodes in one batch", "does not flow back"),
     ("gae", gae(mask=False), "no advantage flows across an episode's end", "the recursion is cut"),
     ("gae", gae(bootstrap_termination=True), "terminates at t = 1", "V(s_{t+1}) is 0 there"),
     ("gae", gae(truncation_as_termination=True), "truncated by a time limit", "final_values[t]"),
@@ -307,12 +348,23 @@ def test_the_list_a_stub_and_bad_input():
         assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, bad
         assert "Traceback" not in refused.stderr
     assert "compute_gae is not written yet: nothing to train" in run("train", "gae").stderr
+    assert "reinforce_loss is not written yet: nothing to train" in run("train", "reinforce").stderr
     assert "no train for frame_stack: its lesson, Breakout, learns in hours" in run("train", "frame_stack").stderr
+
+
+def test_reinforces_trainer_refuses_bad_input_in_one_line():
+    for bad in (["--updates", "0"], ["--seeds", "x"], ["--no-such-flag"]):
+        refused = subprocess.run([sys.executable, "-m", "exercises.reinforce_cartpole", *bad], cwd=ROOT,
+                                 capture_output=True, text=True)
+        assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, bad
+        assert refused.stderr.startswith("python -m exercises.reinforce_cartpole: error: ") and not refused.stdout
 
 
 def test_solution_shows_the_lessons_function_and_the_traps():
     shown = run("solution", "gae")
     assert shown.returncode == 0 and "def compute_gae(" in shown.stdout and "The traps:" in shown.stdout
+    shown = run("solution", "reinforce")  # no lesson holds it: its own file's
+    assert shown.stdout.startswith("exercises/reinforce_cartpole.py's reinforce_loss:\n\ndef reinforce_loss(")
 
 
 # --- train ----------------------------------------------------------------------------------------------------------
@@ -341,7 +393,32 @@ def test_each_band_is_the_records_runs(name):
     lessons = train.band(train.TRAININGS[name].record)
     assert len(lessons.scores) == len(lessons.finals) >= 3
     assert lessons.gain > 0 and min(lessons.scores) > lessons.start
-    assert set(train.TRAININGS) | set(train.UNTRAINED) == set(exercises.EXERCISES)
+    assert set(train.TRAININGS) | set(train.UNTRAINED) | set(train.OWN) == set(exercises.EXERCISES)
+
+
+def test_train_reinforce_learns_with_the_solution_and_not_with_its_sign_flipped(monkeypatch, capsys):
+    """`python -m exercises train reinforce --lesson` cut to 15 batches (about 15,000 steps, 3 to 4 seconds): the
+    solution's loss is placed as learning (seed 1: from 18.1 to 55.0); with its sign flipped, in 5 batches, as not
+    learning. The whole 30 batches, and pi for log pi: benchmarks/test_exercises_train.py."""
+    import functools
+
+    from exercises import __main__ as command
+    from exercises import reinforce_cartpole
+
+    short, report = reinforce_cartpole.Args(updates=15), reinforce_cartpole.report
+    monkeypatch.setattr(reinforce_cartpole, "report", functools.partial(report, args=short))
+    assert command.main(["train", "reinforce", "--lesson"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == ("python -m exercises.reinforce_cartpole --seeds 1 with its own function (about 5 seconds "
+                      "on 2 CPU cores)")
+    assert out[1].startswith("learning: your return (mean of 20 episodes) went from 18.1 to "), out
+
+    def flipped(logprobs, rewards, dones, gamma):
+        return -reinforce_cartpole.reinforce_loss(logprobs, rewards, dones, gamma)
+
+    assert report(flipped, reinforce_cartpole.Args(updates=5))[-1].startswith("not learning")
+    raised = report(lambda *args: (_ for _ in ()).throw(ValueError("mine")), short)
+    assert raised == ["exercises/reinforce_cartpole.py stopped: your function raised ValueError: mine"]
 
 
 def test_train_swaps_the_function_in_and_puts_the_lesson_back(tmp_path, monkeypatch):
