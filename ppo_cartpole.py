@@ -31,7 +31,7 @@ with its 95% interval and Holm-corrected verdict; benchmarks/README.md)
         Predict: with r_t A_t unclipped (the paper's L^CPI), what do 10 epochs on one rollout do?
         Answer: they push pi past where pi_old's samples say how good its actions are, so it learns slower.
         Measured: -47.6 [-61.8, -33.5], hurts
-        Symptom: course/when-ppo-does-not-learn.md#approx_kl-far-above-the-healthy-range
+        Symptom: course/when-ppo-does-not-learn.md#approx_kl-above-the-healthy-range
     python ppo_cartpole.py --no-norm-adv
         Predict: does normalizing the advantages in each minibatch matter here?
         Answer: not detectably: Adam already scales each step by its gradient's running size.

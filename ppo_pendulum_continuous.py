@@ -24,7 +24,7 @@ What you should see
     The return (the mean of the last 20 episodes) climbs from about -1200 to about -180 by 100,000 steps with
     either objective and stays there; the 300,000-step run takes about 40 seconds on 2 CPU cores. A healthy
     update moves pi a little: approx_kl below about 0.015 with the clip, its median at d_targ = 0.01 with the
-    penalty; the entropy falls below its starting 1.42 (sigma = 1).
+    penalty; the entropy falls from 1.42 (sigma = 1) to about 0.4 with the clip (a narrow Gaussian's is negative).
     Curves: benchmarks/results/ppo_pendulum_continuous.png; every range: benchmarks/README.md, "What a healthy
     run looks like"; a run that looks otherwise: python -m course.diagnose runs/<run>.
 
@@ -34,12 +34,12 @@ at the lesson's defaults, 95% interval, Holm-corrected verdict; Hopper-v5 at Tab
         Predict: `--objective none` ascends L^CPI = E[r_t A_t] unclipped for 10 epochs. As well as the clip?
         Answer: far worse, no seed of 10 reaches -200: nothing stops the epochs moving pi where pi_old never went.
         Measured: -864.2 [-977.2, -751.3], hurts
-        Symptom: course/when-ppo-does-not-learn.md#approx_kl-far-above-the-healthy-range
+        Symptom: course/when-ppo-does-not-learn.md#approx_kl-above-the-healthy-range
     python ppo_pendulum_continuous.py --no-norm-reward
         Predict: unscaled, a step pays about -16 to 0, so V must fit discounted returns in the hundreds. Slower?
         Answer: much slower, and lower at the end: while V lags its targets, its advantages mislead pi.
         Measured: -457.0 [-485.4, -428.6], hurts
-        Symptom: course/when-ppo-does-not-learn.md#the-value-loss-explodes
+        Symptom: course/when-ppo-does-not-learn.md#the-value-loss-above-the-healthy-range
     python ppo_pendulum_continuous.py --no-norm-obs
         Predict: the inputs raw: the angle's cos and sin, its speed within [-8, 8]. Slower, faster or the same?
         Answer: a little faster, no difference at the end detected: inputs this small leave normalizing little to fix.

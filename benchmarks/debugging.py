@@ -9,9 +9,14 @@ written (benchmarks/results/debugging/<name>.csv, -curves.csv, -diagnostics.csv)
 every episode's return (<name>-series.csv), and a row of runs.csv: its command, the flags its checkpoint holds and
 its wall time.
 
+`--record-series LESSON --seeds ...` trains healthy seeds of a lesson at its defaults and records every update's
+diagnostics (<lesson>-healthy-series.csv, and its command and wall time in series-runs.csv): course.diagnose reads a
+run that stopped early against these seeds cut at the same step.
+
 Usage:
     python -m benchmarks.debugging --record                 # every run (26 minutes here, sharing 2 cores)
     python -m benchmarks.debugging --record cartpole-lr-x10 # one
+    python -m benchmarks.debugging --record-series ppo_cartpole.py --seeds 6 7 8 9 10 11 12 13 14 15
     python -m benchmarks.debugging                          # list them
 """
 
@@ -68,6 +73,8 @@ RUNS = [
              ("unclipped-objective",), study=("cartpole", "unclipped-objective")),
     Recorded("cartpole-lambda-0", "ppo_cartpole.py", ("--gae-lambda", "0"), "GAE's lambda 0: one-step TD advantages",
              study=("cartpole", "gae-lambda-0")),
+    Recorded("cartpole-gamma-0.5", "ppo_cartpole.py", ("--gamma", "0.5"),
+             "a discount gamma of 0.5: the agent looks about 1 / (1 - gamma) = 2 steps ahead"),
     Recorded("lunarlander-lr-x10", "ppo_lunarlander_vec.py", (*LUNAR, "--learning-rate", "0.01"),
              "a learning rate ten times the default"),
     Recorded("lunarlander-ent-x10", "ppo_lunarlander_vec.py", (*LUNAR, "--ent-coef", "0.1"),
@@ -75,9 +82,9 @@ RUNS = [
     Recorded("lunarlander-no-grad-clip", "ppo_lunarlander_vec.py", LUNAR, "global gradient clipping off",
              ("no-grad-clip",), study=("lunarlander", "no-grad-clip")),
     Recorded("pendulum-unclipped", "ppo_pendulum_continuous.py", ("--objective", "none"),
-             "neither clip nor KL penalty: eq. 6's unclipped objective", study=("hopper", "none-here")),
+             "neither clip nor KL penalty: eq. 6's unclipped objective", study=("pendulum", "objective-none")),
     Recorded("pendulum-no-norm-reward", "ppo_pendulum_continuous.py", ("--no-norm-reward",), "reward scaling off",
-             study=("hopper", "no-norm-reward")),
+             study=("pendulum", "no-norm-reward")),
     *[Recorded(f"bug-{n}", "", (), "", bug=n) for n in range(1, 8)],
 ]
 BY_NAME = {run.name: run for run in RUNS}
@@ -150,6 +157,58 @@ def record(names: list[str], workdir: Path) -> None:
         writer.writerows(rows)
 
 
+def series_file(lesson: str) -> Path:
+    """The per-update diagnostics of a lesson's healthy seeds at its defaults (--record-series)."""
+    return RECORD / f"{Path(lesson).stem}-healthy-series.csv"
+
+
+def record_series(lesson: str, seeds: list[int], workdir: Path, command: str) -> None:
+    """Train `lesson` at its defaults for each seed and record every update's diagnostics: series_file(lesson)
+    (seed, tag, env step, value), and each seed's command and wall time in series-runs.csv."""
+    exp_name = "healthy-series"
+    (workdir / "runs").mkdir(parents=True, exist_ok=True)
+    path, index = series_file(lesson), RECORD / "series-runs.csv"
+    rows = [row for row in read_csv(path, {"seed": int}) if row["seed"] not in seeds] if path.exists() else []
+    runs = [row for row in read_csv(index) if not (row["lesson"] == lesson and int(row["seed"]) in seeds)] \
+        if index.exists() else []
+    for seed in seeds:
+        start = time.time()
+        done = launch.run(launch.lesson_command(lesson, ["--seed", str(seed), "--exp-name", exp_name]), cwd=workdir,
+                          log=workdir / "runs" / f"{exp_name}-{seed}.log")
+        if done.returncode != 0:
+            raise RuntimeError(f"{lesson} --seed {seed} stopped with exit code {done.returncode}")
+        seconds = time.time() - start
+        run_dir = newest(find_runs(workdir / "runs", exp_name=exp_name, seed=seed))
+        rows += [{"seed": seed, "tag": tag, "env_steps": step, "value": value}
+                 for tag, step, value in series_rows(run_dir) if tag in TAGS]
+        runs.append({"lesson": lesson, "seed": seed, "command": f"python {lesson} --seed {seed}",
+                     "wall_seconds": f"{seconds:.0f}"})
+        print(f"{lesson} seed {seed}: {seconds:.0f} s, {run_dir}", flush=True)
+    rows.sort(key=lambda row: (int(row["seed"]), TAGS.index(row["tag"]), int(row["env_steps"])))
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, ["seed", "tag", "env_steps", "value"])
+        writer.writeheader()
+        writer.writerows(rows)
+    runs.sort(key=lambda row: (row["lesson"], int(row["seed"])))
+    with open(index, "w", newline="") as f:
+        writer = csv.DictWriter(f, ["lesson", "seed", "command", "wall_seconds"])
+        writer.writeheader()
+        writer.writerows(runs)
+    print(f"Command: {command}")
+
+
+def healthy_series(lesson: str) -> dict[int, dict[str, list[tuple[int, float]]]]:
+    """The recorded healthy seeds' diagnostics at the lesson's defaults: {seed: {tag: [(env step, value)]}}; {}
+    where none are recorded."""
+    path = series_file(lesson)
+    if not path.exists():
+        return {}
+    found: dict[int, dict[str, list[tuple[int, float]]]] = {}
+    for row in read_csv(path, {"seed": int, "env_steps": int, "value": float}, "healthy series CSV"):
+        found.setdefault(row["seed"], {}).setdefault(row["tag"], []).append((row["env_steps"], row["value"]))
+    return found
+
+
 def recorded_runs() -> dict[str, dict]:
     """runs.csv's rows by name, each with its args as a dict."""
     return {row["name"]: {**row, "args": json.loads(row["args"])}
@@ -213,7 +272,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--held-out", nargs="+", type=float, metavar="MARGIN",
                         help="judge each healthy seed on record against its recipe's other seeds, at each MARGIN "
                              "(course.diagnose's rule), and print the false alarms")
+    parser.add_argument("--record-series", metavar="LESSON",
+                        help="train LESSON at its defaults for each of --seeds and record every update's diagnostics")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[], help="the seeds of --record-series")
     args = parser.parse_args(argv)
+    if args.record_series:
+        if not args.seeds:
+            print("python -m benchmarks.debugging: error: --record-series needs --seeds", file=sys.stderr)
+            return 2
+        record_series(args.record_series, args.seeds, args.workdir.resolve(),
+                      shlex.join(["python", "-m", "benchmarks.debugging", *(argv or sys.argv[1:])]))
+        return 0
     if args.held_out:
         for margin in args.held_out:
             judged, alarms = held_out(margin)

@@ -35,12 +35,12 @@ HEALTHY = {  # a recipe (its lesson and flags) -> the recorded healthy run of it
     ("ppo_pendulum_continuous.py", (("clip_vloss", True),)): "healthy-pendulum-clip-vloss",
 }
 TAG_OF = {  # the diagnostic a symptom's figure and range table show
-    "approx_kl-far-above-the-healthy-range": "losses/approx_kl", "approx_kl-or-clipfrac-below-the-healthy-range": "losses/approx_kl",
+    "approx_kl-above-the-healthy-range": "losses/approx_kl", "approx_kl-or-clipfrac-below-the-healthy-range": "losses/approx_kl",
     "clipfrac-high": "losses/clipfrac", "entropy-collapses-early": "losses/entropy",
-    "entropy-never-falls": "losses/entropy", "explained-variance-near-0-or-negative": "losses/explained_variance",
-    "the-value-loss-explodes": "losses/value_loss", "the-value-loss-far-below-the-healthy-runs": "losses/value_loss",
+    "entropy-never-falls": "losses/entropy", "explained-variance-below-the-healthy-range": "losses/explained_variance",
+    "the-value-loss-above-the-healthy-range": "losses/value_loss", "the-value-loss-far-below-the-healthy-runs": "losses/value_loss",
 }
-RETURN_SYMPTOMS = ("the-return-stays-flat", "the-return-rises-then-collapses")
+RETURN_SYMPTOMS = ("the-return-stays-flat", "the-return-ends-below-the-healthy-runs", "the-return-rises-then-collapses")
 
 
 def key(recipe: diagnose.Recipe) -> tuple:
@@ -77,7 +77,7 @@ class Judged:
         """How far outside its range the run's worst finding for `anchor` is, in widths of the range (on the
         range's scale); for the return's symptoms, the share of the gain it lacks or lost."""
         v = self.verdict
-        if anchor == "the-return-stays-flat":  # the share of the slowest healthy seed's gain it lacks
+        if anchor in ("the-return-stays-flat", "the-return-ends-below-the-healthy-runs"):  # the share of the slowest healthy seed's gain it lacks
             return (v.healthy_gain - (v.final - v.first)) / v.healthy_gain
         if anchor == "the-return-rises-then-collapses":  # the share of its best gain it lost
             return (v.best - v.final) / (v.best - v.first)

@@ -16,9 +16,10 @@ compared with two ranges of the healthy runs:
 A median outside either is flagged. MARGIN is the smallest at which no healthy seed of a recipe with five seeds or
 more is flagged when it is judged against the other seeds (leave one out; benchmarks/README.md, "Reading a run:
 the healthy ranges and the rule"). The return is judged
-against the healthy runs' return at the same env step: flat when it gained less than a quarter of what the slowest
+against the healthy runs' return at the same env step: flat when it never gained a quarter of what the slowest
 healthy seed had gained by then (the exercises' "not learning"), collapsed when it lost more than half of what it
-had gained at its best.
+had gained at its best, below when it ends with less than half of what the slowest healthy seed had gained (and is
+neither).
 
 Usage:
     python -m course.diagnose runs/CartPole-v1__ppo_cartpole__1__1700000000
@@ -29,10 +30,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import logging
 import math
 import pickle
 import statistics
 import sys
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,6 +53,7 @@ MIN_UPDATES = 10  # fewer logged updates than this: too short to judge
 EPISODES = 20  # the return's window, as the benchmarks' final return and the exercises' curves
 FLAT = 0.25  # gained less than this share of the slowest healthy seed's gain by the same step: flat
 COLLAPSE = 0.5  # lost more than this share of its best gain: collapsed
+BELOW = 0.5  # gained less than this share of the slowest healthy seed's gain by the same step (and not flat): below
 
 
 # --- the symptoms: each a section of the guide ------------------------------------------------------------------
@@ -62,33 +66,35 @@ class Symptom:
 
 
 SYMPTOMS = {s.anchor: s for s in [
-    Symptom("the-return-stays-flat", "The return stays flat", "the return stays at the random policy's level"),
+    Symptom("the-return-stays-flat", "The return stays flat", "the return never gained a quarter of what the slowest healthy seed had gained by the same step"),
+    Symptom("the-return-ends-below-the-healthy-runs", "The return ends below the healthy runs",
+            "the return gained less than half of what the slowest healthy seed had gained by the same step"),
     Symptom("the-return-rises-then-collapses", "The return rises, then collapses",
             "the return rose, then lost most of what it had gained"),
-    Symptom("approx_kl-far-above-the-healthy-range", "approx_kl far above the healthy range",
-            "each update moves the policy far more than in a healthy run"),
+    Symptom("approx_kl-above-the-healthy-range", "approx_kl above the healthy range",
+            "each update moves the policy further than in a healthy run"),
     Symptom("approx_kl-or-clipfrac-below-the-healthy-range", "approx_kl or clipfrac below the healthy range",
             "the updates move the policy less than in a healthy run, or not at all"),
     Symptom("clipfrac-high", "clipfrac high", "many samples' ratios end outside the clip"),
     Symptom("entropy-collapses-early", "Entropy collapses early", "the policy stopped exploring early"),
-    Symptom("entropy-never-falls", "Entropy never falls", "the policy stays as random as it started"),
-    Symptom("explained-variance-near-0-or-negative", "Explained variance near 0 or negative",
-            "the value function does not predict the returns"),
-    Symptom("the-value-loss-explodes", "The value loss explodes", "the value targets are far larger than healthy"),
+    Symptom("entropy-never-falls", "Entropy never falls", "the policy stays more random than in a healthy run"),
+    Symptom("explained-variance-below-the-healthy-range", "Explained variance below the healthy range",
+            "the value function predicts the returns worse than in a healthy run"),
+    Symptom("the-value-loss-above-the-healthy-range", "The value loss above the healthy range", "the value loss is above the healthy runs' range"),
     Symptom("the-value-loss-far-below-the-healthy-runs", "The value loss far below the healthy runs",
-            "the value function fits targets that are too easy"),
+            "the value function fits its targets better than any healthy run: they may be too easy"),
 ]}
 # (tag, the run's median "above" or "below" the healthy range) -> the symptom's anchor (None: reported, no symptom)
 TRIGGERS = {
-    ("losses/approx_kl", "above"): "approx_kl-far-above-the-healthy-range",
+    ("losses/approx_kl", "above"): "approx_kl-above-the-healthy-range",
     ("losses/approx_kl", "below"): "approx_kl-or-clipfrac-below-the-healthy-range",
     ("losses/clipfrac", "above"): "clipfrac-high",
     ("losses/clipfrac", "below"): "approx_kl-or-clipfrac-below-the-healthy-range",
     ("losses/entropy", "below"): "entropy-collapses-early",
     ("losses/entropy", "above"): "entropy-never-falls",
-    ("losses/explained_variance", "below"): "explained-variance-near-0-or-negative",
+    ("losses/explained_variance", "below"): "explained-variance-below-the-healthy-range",
     ("losses/explained_variance", "above"): None,  # V explains the returns better than healthy: no fault by itself
-    ("losses/value_loss", "above"): "the-value-loss-explodes",
+    ("losses/value_loss", "above"): "the-value-loss-above-the-healthy-range",
     ("losses/value_loss", "below"): "the-value-loss-far-below-the-healthy-runs",
 }
 
@@ -314,11 +320,15 @@ def judge_return(returns: list[tuple[int, float]], healthy: dict[str, list[tuple
     if healthy_gain is not None and healthy_gain > 0 and final - first < FLAT * healthy_gain:
         if best - first >= FLAT * healthy_gain and best - final > COLLAPSE * (best - first):
             symptoms.append("the-return-rises-then-collapses")
+        elif best - first >= FLAT * healthy_gain:  # it did rise, kept most of it, and ends far below: not flat
+            symptoms.append("the-return-ends-below-the-healthy-runs")
         else:
             symptoms.append("the-return-stays-flat")
     elif best > first and best - final > COLLAPSE * (best - first) and (
             healthy_gain is None or best - first >= FLAT * healthy_gain):
         symptoms.append("the-return-rises-then-collapses")
+    elif healthy_gain is not None and healthy_gain > 0 and final - first < BELOW * healthy_gain:
+        symptoms.append("the-return-ends-below-the-healthy-runs")
     return ReturnVerdict(first, final, best, healthy_gain, symptoms)
 
 
@@ -363,10 +373,16 @@ def read_run(folder: Path) -> Run:
         raise BadInput(f"cannot read {checkpoint}: the safe loader (tensors, plain containers, numbers and "
                        "strings) refused it, so it is not a checkpoint one of the lessons wrote") from None
     except Exception as error:  # noqa: BLE001 (any unreadable file is the same bad input)
-        raise BadInput(f"cannot read {checkpoint}: {type(error).__name__}: {error}".splitlines()[0]) from None
+        raise BadInput(f"cannot read {checkpoint}: not a torch checkpoint, or one cut short "
+                       f"({type(error).__name__}: {error})".splitlines()[0]) from None
     if not isinstance(ckpt, dict) or ckpt.get("script") not in LESSONS or not isinstance(ckpt.get("args"), dict):
         raise BadInput(f"{checkpoint} is not a checkpoint of one of the lessons ({', '.join(LESSONS)})")
     scalars = read_scalars(folder)[0]
+    if not any(scalars.values()):
+        raise BadInput(f"{folder}'s events files hold no scalars: they are empty, corrupt or not TensorBoard's")
+    if not any(tag.startswith(("losses/", "charts/")) for tag in scalars):
+        raise BadInput(f"{folder}'s logs hold none of the lessons' tags (losses/..., charts/...): they are another "
+                       f"program's, such as {sorted(scalars)[0]}")
     series = {tag: [(e.step, e.value) for e in scalars.get(tag, [])] for tag in TAGS}
     # A checkpoint well past the logs' last step: the events file was cut (a copy that stopped, a full disk), and
     # half a run must not be judged as a whole one. The slack allows a Ctrl-C save a rollout or two after the last
@@ -391,31 +407,79 @@ def hyperparameters(lesson: str) -> dict:
 
 def recipe_for(lesson: str, args: dict) -> tuple[Recipe, dict[str, tuple]]:
     """The healthy recipe closest to the run's flags (all its own flags matched, the most of them), and the
-    hyperparameters in which the run differs from it: {name: (the run's, the recipe's)}."""
+    hyperparameters in which the run differs from it: {name: (the run's, the recipe's)}. Where the run's length
+    matches no recipe's (a 300k LunarLander run: neither the 500k recipe nor the 1M defaults), the recipe whose
+    every update is on record wins the tie: only it can be read over the steps the run took."""
+    from benchmarks import debugging
+
     defaults = hyperparameters(lesson)
-    best, best_diff = None, None
+    candidates = []
     for recipe in (r for r in RECIPES if r.lesson == lesson):
         expected = {**defaults, **recipe.flags}
         diff = {k: (args.get(k), v) for k, v in expected.items() if k in args and args[k] != v}
-        if best is None or len(diff) < len(best_diff) or (len(diff) == len(best_diff)
-                                                          and len(recipe.flags) > len(best.flags)):
-            best, best_diff = recipe, diff
+        by_step = "total_timesteps" in diff and not recipe.flags and debugging.series_file(lesson).exists()
+        candidates.append(((len(diff), not by_step, -len(recipe.flags)), recipe, diff))
+    _, best, best_diff = min(candidates, key=lambda c: c[0])
     return best, best_diff
+
+
+def stopped_early(recipe: Recipe, defaults: dict, series: dict[str, list[tuple[int, float]]],
+                  args: dict) -> tuple[int, int] | None:
+    """(the run's last logged step, the recipe's total steps) when the run ended more than one rollout before the
+    recipe's end (Ctrl-C, killed, a short --total-timesteps); None when it ran the recipe's length or longer."""
+    total = {**defaults, **recipe.flags}.get("total_timesteps")
+    last = max((points[-1][0] for points in series.values() if points), default=0)
+    rollout = args.get("num_envs", 1) * args.get("num_steps", 0)
+    if isinstance(total, int) and last + rollout < total:
+        return last, total
+    return None
+
+
+def ranges_upto(lesson: str, step: int) -> tuple[dict[tuple[str, str], Range], int]:
+    """The healthy ranges of the lesson's defaults read at the same steps as a run that stopped at `step`: each
+    recorded healthy seed's updates up to `step` (benchmarks/results/debugging/<lesson>-healthy-series.csv), split
+    into parts and summed up as the whole-run records are; and how many seeds. ({}, 0) under three seeds."""
+    from benchmarks import debugging
+    from benchmarks.core.stats import spread
+
+    rows = []
+    for seed, by_tag in debugging.healthy_series(lesson).items():
+        for tag, points in by_tag.items():
+            values = [v for s, v in points if s <= step]
+            if len(values) < MIN_UPDATES:
+                continue
+            rows += [{"record": "series", "seed": seed, "tag": tag, "part": part, **spread(part_values)}
+                     for part, part_values in run_parts(values).items()]
+    count = len(seeds(rows))
+    return (ranges(rows), count) if count >= 3 else ({}, 0)
 
 
 @dataclass
 class Assessment:
     """A run judged: the healthy recipe it was held to, the flags it changes from it, what lies outside the
-    diagnostics' limits and the return's verdict."""
+    diagnostics' limits and the return's verdict; for a run that stopped early, (its last step, the recipe's
+    total) and how many healthy seeds' series its diagnostics were read against (0: not judged)."""
     recipe: Recipe
     changed: dict[str, tuple]
     findings: list[Finding]
     verdict: ReturnVerdict | None
+    stopped: tuple[int, int] | None = None
+    series_seeds: int = 0
+
+    def wider_clip(self) -> bool:
+        """clipfrac below its range while approx_kl is above: not two faults that contradict each other but one
+        pattern, a clip range wider than the healthy runs' (a larger --clip-coef counts fewer ratios outside it,
+        and stops fewer, while the policy moves more)."""
+        sides = {(f.tag, f.direction) for f in self.findings}
+        return (("losses/approx_kl", "above") in sides and ("losses/clipfrac", "below") in sides
+                and ("losses/approx_kl", "below") not in sides)
 
     def symptoms(self) -> list[str]:
-        """The guide's sections it shows (anchors): the return's first, then the diagnostics' in their order."""
-        return list(dict.fromkeys([*(self.verdict.symptoms if self.verdict else []),
-                                   *(f.symptom.anchor for f in self.findings if f.symptom)]))
+        """The guide's sections it shows (anchors): the return's first, then the diagnostics' in their order; not
+        "approx_kl or clipfrac below" when only clipfrac is below and approx_kl is above (wider_clip)."""
+        found = [f.symptom.anchor for f in self.findings if f.symptom
+                 and not (self.wider_clip() and f.tag == "losses/clipfrac" and f.direction == "below")]
+        return list(dict.fromkeys([*(self.verdict.symptoms if self.verdict else []), *found]))
 
     def worst(self, anchor: str) -> float:
         """How far outside its limits the run's furthest finding for a diagnostic's symptom is (Finding.severity)."""
@@ -425,11 +489,23 @@ class Assessment:
 def assess(lesson: str, args: dict, series: dict[str, list[tuple[int, float]]],
            returns: list[tuple[int, float]]) -> Assessment:
     """A run of `lesson` with `args` (its checkpoint's flags), its diagnostics' `series` and its `returns`, held to
-    the healthy recipe it shares its flags with. The return is not judged against a recipe of another env."""
+    the healthy recipe it shares its flags with. The return is not judged against a recipe of another env.
+
+    A run that stopped before the recipe's end is read over the same steps as the healthy runs: its diagnostics
+    against the healthy seeds' series cut at its last step (where the lesson's defaults have such a record; none:
+    not judged, since a whole run's medians are not a part's), its return against theirs at the same step."""
     recipe, changed = recipe_for(lesson, args)
-    findings = judge(series, ranges(healthy_rows(recipe)))
+    stopped = stopped_early(recipe, hyperparameters(lesson), series, args)
+    count = 0
+    if stopped is None:
+        healthy = ranges(healthy_rows(recipe))
+    elif not recipe.flags:
+        healthy, count = ranges_upto(lesson, stopped[0])
+    else:
+        healthy = {}
+    findings = judge(series, healthy)
     verdict = judge_return(returns, healthy_returns(recipe) if "env_id" not in changed else {})
-    return Assessment(recipe, changed, findings, verdict)
+    return Assessment(recipe, changed, findings, verdict, stopped, count)
 
 
 def report(run: Run) -> tuple[list[str], list[Finding], ReturnVerdict | None]:
@@ -441,9 +517,23 @@ def report(run: Run) -> tuple[list[str], list[Finding], ReturnVerdict | None]:
     recipe, changed, findings, verdict = assessed.recipe, assessed.changed, assessed.findings, assessed.verdict
     count = len(seeds(healthy_rows(recipe)))
     steps = run.series["losses/approx_kl"][-1][0]
-    lines = [f"{run.folder}: {run.lesson} on {run.args.get('env_id')}, {steps:,} env steps, {updates} updates",
-             f"compared with {count} healthy run{'s' if count > 1 else ''} of {recipe.describe()} "
-             f"({', '.join(f'benchmarks/results/{r}-diagnostics.csv' for r in recipe.records)})"]
+    lines = [f"{run.folder}: {run.lesson} on {run.args.get('env_id')}, {steps:,} env steps, {updates} updates"]
+    if assessed.stopped is None:
+        lines.append(f"compared with {count} healthy run{'s' if count > 1 else ''} of {recipe.describe()} "
+                     f"({', '.join(f'benchmarks/results/{r}-diagnostics.csv' for r in recipe.records)})")
+    else:
+        last, total = assessed.stopped
+        own = run.args.get("total_timesteps")
+        lines.append(f"stopped early: at step {last:,} of the recipe's {total:,} ({recipe.describe()})"
+                     + (f", as its --total-timesteps {own:,} asks" if isinstance(own, int) and own < total else ""))
+        if assessed.series_seeds:
+            from benchmarks import debugging
+
+            lines.append(f"compared over the same steps: {assessed.series_seeds} healthy runs' updates up to step "
+                         f"{last:,} ({debugging.series_file(run.lesson).relative_to(ROOT)}), and their returns")
+        else:
+            lines.append("its diagnostics are not judged: the healthy records of this recipe hold whole runs only, and "
+                         "a part of a run is not a whole one; its return is compared with theirs at the same step")
     if changed:
         lines.append("note: the healthy ranges were measured at those flags; your run changes "
                      + ", ".join(f"{k.replace('_', '-')} ({mine!r}, there {theirs!r})" for k, (mine, theirs)
@@ -470,9 +560,17 @@ def report(run: Run) -> tuple[list[str], list[Finding], ReturnVerdict | None]:
             lines.append(f"  {f.tag} over {PART_NAMES[f.part]}: {f.median:.3g} against {f.limits[0]:.3g} to "
                          f"{f.limits[1]:.3g}, {f.how_far()}; {when}")
     symptoms = assessed.symptoms()
+    if assessed.wider_clip():
+        lines.append("  (clipfrac below while approx_kl is above: one pattern, not two faults; the clip range is wider "
+                     "than the healthy runs', so fewer ratios fall outside it while the policy moves further"
+                     + (f"; your run's --clip-coef is {changed['clip_coef'][0]!r}" if "clip_coef" in changed else "")
+                     + f": {GUIDE}#approx_kl-above-the-healthy-range)")
     lines.append("")
     if symptoms:
         lines.append("what it looks like, and the likely causes:")
+        if changed and verdict and verdict.symptoms:  # the run's own changes come before the guide's generic causes
+            lines.append("  first suspect what your run changes: " + ", ".join(
+                f"--{k.replace('_', '-')} {mine!r} (the healthy runs' {theirs!r})" for k, (mine, theirs) in changed.items()))
         lines += [f"  {SYMPTOMS[a].title}: {SYMPTOMS[a].short}. {GUIDE}#{a}" for a in symptoms]
     else:
         lines.append("looks healthy: every diagnostic and the return within the healthy runs' ranges")
@@ -483,8 +581,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m course.diagnose", description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path, help="a run's folder, runs/<run> (its checkpoint.pt names the lesson)")
     args = parser.parse_args(argv)
-    try:
-        lines = report(read_run(args.run))[0]
+    try:  # the libraries' warnings (torch's, TensorBoard's) are not the learner's business: one line or the report
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            logging.disable(logging.WARNING)
+            try:
+                lines = report(read_run(args.run))[0]
+            finally:
+                logging.disable(logging.NOTSET)
     except BadInput as error:
         print(f"python -m course.diagnose: error: {error}", file=sys.stderr)
         return 2

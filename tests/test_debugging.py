@@ -4,6 +4,7 @@ bad input, a real CartPole run at the defaults, and the guide's figures and bloc
 
 import json
 import re
+import statistics
 import subprocess
 import sys
 
@@ -82,6 +83,47 @@ def test_the_return_flat_collapsed_or_learning():
     assert diagnose.judge_return(episodes([10] * 39), healthy) is None  # too few episodes to judge
 
 
+def test_a_return_well_below_healthy_is_flagged_and_the_changed_flag_named_first(tmp_path, diagnosed):
+    """Gained 60 where the slowest healthy seed gained 90 by then (two thirds): learning. Gained 40 (under half, over a
+    quarter): below the healthy runs, its own symptom; a run of it with a changed flag names that flag before the
+    guide's causes (the recorded --gamma 0.5 run on CartPole ends at 119 where the healthy runs reach 500)."""
+    healthy = {"a": episodes([10] * 20 + [200] * 40), "b": episodes([10] * 20 + [100] * 40)}  # gains 190, 90
+    assert diagnose.judge_return(episodes([10] * 30 + [70] * 30), healthy).symptoms == []
+    below = diagnose.judge_return(episodes([10] * 30 + [50] * 30), healthy)
+    assert below.symptoms == ["the-return-ends-below-the-healthy-runs"]
+    # it rose by 40 (over a quarter of 90), kept half of that and ends at +20 (under a quarter): learned, then less;
+    # not flat (it rose), not collapsed (it kept half), below (as --gamma 0.5 on CartPole: +167 at best, +96 at the end)
+    rose = diagnose.judge_return(episodes([10] * 20 + [50] * 20 + [30] * 20), healthy)
+    assert rose.symptoms == ["the-return-ends-below-the-healthy-runs"]
+    row = RECORDED["cartpole-gamma-0.5"]  # the recorded run: python ppo_cartpole.py --gamma 0.5 --seed 1
+    done = diagnosed(write_run(tmp_path / "gamma", row["lesson"], row["args"], *debugging.series("cartpole-gamma-0.5")))
+    lines = done.stdout.splitlines()
+    assert f"{diagnose.GUIDE}#the-return-ends-below-the-healthy-runs" in done.stdout
+    causes = lines.index("what it looks like, and the likely causes:")
+    assert lines[causes + 1] == "  first suspect what your run changes: --gamma 0.5 (the healthy runs' 0.98)"
+
+
+def test_clipfrac_below_with_approx_kl_above_is_one_pattern_not_two_faults():
+    """A wider clip (--clip-coef 0.9) moves the policy further (approx_kl above) while fewer ratios fall outside it
+    (clipfrac below): the run is sent to the first section only, not also to the one that says the updates move
+    it less; clipfrac below with approx_kl below is still that section."""
+    def finding(tag, direction):
+        return diagnose.Finding(tag, "all", 1.0, (0.5, 0.8) if direction == "above" else (1.2, 2.0), direction, None)
+
+    recipe = diagnose.RECIPES[0]
+    wider = diagnose.Assessment(recipe, {"clip_coef": (0.9, 0.2)},
+                                [finding("losses/approx_kl", "above"), finding("losses/clipfrac", "below")], None)
+    assert wider.wider_clip() and wider.symptoms() == ["approx_kl-above-the-healthy-range"]
+    still = diagnose.Assessment(recipe, {}, [finding("losses/approx_kl", "below"), finding("losses/clipfrac", "below")],
+                                None)
+    assert not still.wider_clip() and still.symptoms() == ["approx_kl-or-clipfrac-below-the-healthy-range"]
+    alone = diagnose.Assessment(recipe, {}, [finding("losses/clipfrac", "below")], None)
+    assert alone.symptoms() == ["approx_kl-or-clipfrac-below-the-healthy-range"]
+    guide = (ROOT / "course" / "when-ppo-does-not-learn.md").read_text()
+    section = guide.split("## approx_kl or clipfrac below the healthy range")[1].split("\n## ")[0]
+    assert "--clip-coef 0.9" in section and "(#approx_kl-above-the-healthy-range)" in section
+
+
 # --- run folders: written from the recorded runs, read by the command ---------------------------------------------
 
 def write_run(folder, lesson, args, series, returns, global_step=0):
@@ -146,6 +188,68 @@ def test_the_report_reads_what_the_code_logged(tmp_path):  # (as a learner runs 
     assert ": 0 against " in line and line.endswith(f"out from about step {series['losses/approx_kl'][0][0]:,}")
 
 
+def stopped_at(name, step, tmp_path, **args):
+    """A recorded run's folder as if it had stopped at `step` (Ctrl-C, killed): its logs and checkpoint up to there."""
+    row = RECORDED[name]
+    series, returns = debugging.series(name)
+    cut = {tag: [p for p in points if p[0] <= step] for tag, points in series.items()}
+    last = max(points[-1][0] for points in cut.values())
+    return write_run(tmp_path / name, row["lesson"], {**row["args"], **args}, cut, [r for r in returns if r[0] <= step],
+                     last), last
+
+
+def test_a_run_stopped_early_is_read_over_the_same_steps_as_the_healthy_runs(tmp_path, diagnosed):
+    """Seed 1 (not among the recorded series' seeds 6-15) stopped at 15,000 of 100,000 steps: against the whole runs
+    its entropy and value loss are far out (a run's start is not its whole); against the healthy seeds' updates up to
+    the same step, healthy. The report says where it stopped."""
+    folder, last = stopped_at("healthy-cartpole", 15_000, tmp_path)
+    done = diagnosed(folder)
+    assert done.returncode == 0, done.stderr
+    assert f"stopped early: at step {last:,} of the recipe's 100,000" in done.stdout
+    assert "compared over the same steps: 10 healthy runs' updates up to step" in done.stdout
+    assert "looks healthy" in done.stdout and "outside the healthy range" not in done.stdout
+    row = RECORDED["healthy-cartpole"]
+    whole = diagnose.judge(debugging.series("healthy-cartpole")[0], diagnose.ranges(diagnose.healthy_rows(
+        diagnose.recipe_for(row["lesson"], row["args"])[0])))
+    assert whole == []  # (the same run, whole, is healthy too)
+
+
+def test_a_run_shorter_than_its_recipe_without_series_is_not_judged_as_a_whole_one(tmp_path, diagnosed):
+    """A LunarLander run of 300,000 steps: the 500k recipe's records hold whole runs only, so its diagnostics are not
+    held to them (said in the report); its return is still read at the same step."""
+    folder, last = stopped_at("healthy-lunarlander-500k", 300_000, tmp_path, total_timesteps=300_000)
+    done = diagnosed(folder)
+    assert done.returncode == 0, done.stderr
+    assert f"stopped early: at step {last:,} of the recipe's 500,000" in done.stdout
+    assert "as its --total-timesteps 300,000 asks" in done.stdout
+    assert "its diagnostics are not judged" in done.stdout and "outside the healthy range" not in done.stdout
+    assert "the slowest healthy seed had gained" in done.stdout
+
+
+def test_a_whole_run_is_not_said_to_have_stopped_early(tmp_path, diagnosed):
+    row = RECORDED["healthy-cartpole"]
+    done = diagnosed(write_run(tmp_path / "run", row["lesson"], row["args"], *debugging.series("healthy-cartpole")))
+    assert "stopped early" not in done.stdout and "compared with 15 healthy runs" in done.stdout
+
+
+@pytest.mark.parametrize("lesson,record,seeds", [
+    ("ppo_cartpole.py", "ppo_cartpole-healthy", list(range(6, 16))),
+    ("ppo_pendulum_continuous.py", "ppo_pendulum_continuous-clip-healthy", list(range(6, 11))),
+])
+def test_the_healthy_series_are_the_recorded_healthy_seeds(lesson, record, seeds):
+    """The per-update series (--record-series) are the healthy record's runs, trained again: the same seeds at the
+    lesson's defaults give the record's medians (one processor: the same runs)."""
+    from benchmarks.core.records import load_diagnostics
+
+    recorded = {(int(row["seed"]), row["tag"]): row["median"] for row in load_diagnostics(
+        ROOT / f"benchmarks/results/debugging/{record}-diagnostics.csv") if row["part"] == "all"}
+    found = debugging.healthy_series(lesson)
+    assert sorted(found) == seeds
+    for seed, by_tag in found.items():
+        for tag, points in by_tag.items():
+            assert statistics.median(v for _, v in points) == pytest.approx(recorded[(seed, tag)], rel=1e-3)
+
+
 # --- bad input: one line, exit 2 ------------------------------------------------------------------------------
 
 def one_line(done):
@@ -189,6 +293,38 @@ def test_bad_input_gets_one_line_and_exit_2(tmp_path, diagnosed):
     assert run_diagnose().returncode == 2  # no folder given: argparse's usage and exit 2
 
 
+def test_logs_that_are_not_a_lessons_say_so_not_too_short(tmp_path, diagnosed):
+    """"Too short" is for a lesson's short logs only: a corrupt events file, or another program's logs, say so."""
+    row = RECORDED["healthy-cartpole"]
+    corrupt = write_run(tmp_path / "corrupt", row["lesson"], row["args"], {}, [])
+    (events,) = corrupt.glob("events.out.tfevents.*")
+    events.write_bytes(bytes(range(256)) * 20)
+    line = one_line(diagnosed(corrupt))
+    assert "hold no scalars" in line and "corrupt" in line and "too short" not in line
+    other = write_run(tmp_path / "other", row["lesson"], row["args"], {"train/loss": [(i, 1.0) for i in range(50)]}, [])
+    line = one_line(diagnosed(other))
+    assert "another program's" in line and "train/loss" in line and "too short" not in line
+
+
+def test_no_library_warning_comes_before_the_one_line(tmp_path):
+    """A warning raised while the run is read (torch's and TensorBoard's reading code can raise them) is not printed:
+    the command's stderr is its one line. In a process of its own, with Python's default warning filters."""
+    code = ("import logging, sys, warnings\n"
+            "from benchmarks.core import runs\n"
+            "def noisy(folder, *a, **k):\n"
+            "    warnings.warn('NOISY-1', UserWarning)\n"
+            "    logging.getLogger('tensorboard').warning('NOISY-2')\n"
+            "    return {}, None\n"
+            "runs.read_scalars = noisy\n"
+            "from course import diagnose\n"
+            "sys.exit(diagnose.main(sys.argv[1:]))\n")
+    row = RECORDED["healthy-cartpole"]
+    folder = write_run(tmp_path / "run", row["lesson"], row["args"], *debugging.series("healthy-cartpole"))
+    done = subprocess.run([sys.executable, "-c", code, str(folder)], cwd=ROOT, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert "hold no scalars" in one_line(done) and "NOISY" not in done.stderr
+
+
 def test_the_guide_states_the_commands_least_number_of_updates():
     assert f"fewer than {diagnose.MIN_UPDATES} updates (too few" in " ".join(GUIDE_TEXT.split())
 
@@ -215,6 +351,36 @@ def test_the_guide_says_what_clipfrac_counts_as_the_lessons_compute_it():
     for script in SCRIPTS:
         source = (ROOT / script).read_text()
         assert re.search(r"\(\(ratio - 1\.0\)\.abs\(\) > (args\.clip_coef|clip_coef)\)", source), script
+
+
+def test_the_headlines_fit_the_measured_values():
+    """A symptom's words claim no more than a median outside the healthy range shows: the recorded runs flagged for a
+    low explained variance sit at 0 to 0.97 (not all near 0), for a high entropy at well under ln 4 too, for a high
+    value loss at 1.5 times the range and up, for a flat return at 119 where the random policy makes 23 (--gamma 0.5);
+    what the section says of them is what the records give."""
+    for symptom in diagnose.SYMPTOMS.values():
+        assert not re.search(r"near 0|as random as it started|far more|far larger|explodes|random policy's level", symptom.short), symptom
+    assert "near 0 or negative" not in diagnose.SYMPTOMS["explained-variance-below-the-healthy-range"].title
+    runs = guide.judged_runs()
+    anchor = "explained-variance-below-the-healthy-range"
+    found = [max((f for f in j.findings if f.symptom and f.symptom.anchor == anchor), key=diagnose.Finding.severity)
+             for j in guide.causes(anchor, runs)]
+    medians, lows = [f.median for f in found], [f.limits[0] for f in found]
+    said = f"between {min(medians):.2g} and {max(medians):.2g}, under healthy lower limits of {min(lows):.2f} to " \
+           f"{max(lows):.2f}"
+    assert said in " ".join(GUIDE_TEXT.split())
+
+
+def test_the_guide_explains_a_gaussians_entropy_below_0():
+    """Pendulum's entropy can fall below 0 (a recorded run's does): the guide says why, with the sigma at which a
+    Gaussian's differential entropy 0.5 ln(2 pi e sigma^2) is 0."""
+    import math
+
+    sigma = 1 / math.sqrt(2 * math.pi * math.e)
+    assert 0.5 * math.log(2 * math.pi * math.e * sigma ** 2) == pytest.approx(0)
+    section = GUIDE_TEXT.split("## Entropy collapses early")[1].split("## ")[0]
+    assert "differential" in section and f"\\approx {sigma:.3f}" in section
+    assert min(v for _, v in debugging.series("pendulum-unclipped")[0]["losses/entropy"]) < 0
 
 
 def test_the_guides_figures_and_blocks_are_what_the_records_give():

@@ -433,8 +433,15 @@ def test_pendulum_what_you_should_see():
         entropy = agent.get_action_and_value(torch.zeros(1, *env.observation_space.shape))[2].item()
     assert f"{entropy:.2f}" == "1.42" and torch.all(agent.actor_logstd == 0)
     assert all(ranges["losses/entropy", "second half"]["p95"] < entropy for ranges in (clip, kl))
+    from benchmarks import debugging
+
+    last = [by_tag["losses/entropy"][-1][1] for by_tag in debugging.healthy_series("ppo_pendulum_continuous.py").values()]
+    assert len(last) >= 5 and round(statistics.median(last), 1) == 0.4  # the healthy seeds' last update, the clip's
+    # a Gaussian's (differential) entropy, 0.5 ln(2 pi e sigma^2), is below 0 for a narrow one: sigma = 0.2
+    assert 0.5 * math.log(2 * math.pi * math.e * 0.2 ** 2) < 0 < 0.5 * math.log(2 * math.pi * math.e * 0.25 ** 2)
     assert ("A healthy update moves pi a little: approx_kl below about 0.015 with the clip, its median at d_targ = "
-            "0.01 with the penalty; the entropy falls below its starting 1.42 (sigma = 1).") in text
+            "0.01 with the penalty; the entropy falls from 1.42 (sigma = 1) to about 0.4 with the clip (a narrow "
+            "Gaussian's is negative).") in text
     (figure,) = [lesson.figures for lesson in LESSONS if lesson.script == "ppo_pendulum_continuous.py"][0]
     assert f"Curves: {figure.path};" in text
 
