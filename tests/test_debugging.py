@@ -215,15 +215,31 @@ def test_a_run_stopped_early_is_read_over_the_same_steps_as_the_healthy_runs(tmp
 
 
 def test_a_run_shorter_than_its_recipe_without_series_is_not_judged_as_a_whole_one(tmp_path, diagnosed):
-    """A LunarLander run of 300,000 steps: the 500k recipe's records hold whole runs only, so its diagnostics are not
-    held to them (said in the report); its return is still read at the same step."""
-    folder, last = stopped_at("healthy-lunarlander-500k", 300_000, tmp_path, total_timesteps=300_000)
+    """A Pendulum run at --clip-vloss stopped (Ctrl-C) at 100,000 of its 300,000 steps: that recipe's records hold
+    whole runs only, so its diagnostics are not held to them (said in the report); its return is still read at the
+    same step."""
+    folder, last = stopped_at("healthy-pendulum-clip-vloss", 100_000, tmp_path)
     done = diagnosed(folder)
     assert done.returncode == 0, done.stderr
-    assert f"stopped early: at step {last:,} of the recipe's 500,000" in done.stdout
-    assert "as its --total-timesteps 300,000 asks" in done.stdout
+    assert f"stopped early: at step {last:,} of the recipe's 300,000" in done.stdout
+    assert "as its --total-timesteps" not in done.stdout  # it asked for the whole run: it was stopped
     assert "its diagnostics are not judged" in done.stdout and "outside the healthy range" not in done.stdout
     assert "the slowest healthy seed had gained" in done.stdout
+
+
+def test_a_run_of_no_recipes_length_is_read_by_the_recipe_recorded_update_by_update(tmp_path, diagnosed):
+    """Issue 65's LunarLander runs of 300,000 steps: as far from the 500k recipe as from the 1M defaults (one flag
+    each), so the defaults, whose every update is on record, judge it over its 300,000 steps; not the 500k recipe's
+    whole runs."""
+    folder, last = stopped_at("healthy-lunarlander-500k", 300_000, tmp_path, total_timesteps=300_000)
+    recipe, changed = diagnose.recipe_for("ppo_lunarlander_vec.py", {**RECORDED["healthy-lunarlander-500k"]["args"],
+                                                                     "total_timesteps": 300_000})
+    assert recipe.flags == {} and changed == {"total_timesteps": (300_000, 1_000_000)}
+    done = diagnosed(folder)
+    assert done.returncode == 0, done.stderr
+    assert f"stopped early: at step {last:,} of the recipe's 1,000,000" in done.stdout
+    assert "as its --total-timesteps 300,000 asks" in done.stdout
+    assert "compared over the same steps: 5 healthy runs' updates up to step" in done.stdout
 
 
 def test_a_whole_run_is_not_said_to_have_stopped_early(tmp_path, diagnosed):
@@ -235,6 +251,7 @@ def test_a_whole_run_is_not_said_to_have_stopped_early(tmp_path, diagnosed):
 @pytest.mark.parametrize("lesson,record,seeds", [
     ("ppo_cartpole.py", "ppo_cartpole-healthy", list(range(6, 16))),
     ("ppo_pendulum_continuous.py", "ppo_pendulum_continuous-clip-healthy", list(range(6, 11))),
+    ("ppo_lunarlander_vec.py", "ppo_lunarlander_vec-healthy", list(range(6, 11))),
 ])
 def test_the_healthy_series_are_the_recorded_healthy_seeds(lesson, record, seeds):
     """The per-update series (--record-series) are the healthy record's runs, trained again: the same seeds at the
