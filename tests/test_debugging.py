@@ -229,8 +229,9 @@ def test_a_run_shorter_than_its_recipe_without_series_is_not_judged_as_a_whole_o
 
 def test_a_run_of_no_recipes_length_is_read_by_the_recipe_recorded_update_by_update(tmp_path, diagnosed):
     """Issue 65's LunarLander runs of 300,000 steps: as far from the 500k recipe as from the 1M defaults (one flag
-    each), so the defaults, whose every update is on record, judge it over its 300,000 steps; not the 500k recipe's
-    whole runs."""
+    each), so the defaults, whose every update is on record, are its recipe, not the 500k recipe's whole runs. Its
+    learning rate is annealed over its own 300,000 steps, though: its diagnostics are left unjudged (three fresh seeds
+    of it were flagged when held to the defaults' first 300,000 steps), its return read at the same step."""
     folder, last = stopped_at("healthy-lunarlander-500k", 300_000, tmp_path, total_timesteps=300_000)
     recipe, changed = diagnose.recipe_for("ppo_lunarlander_vec.py", {**RECORDED["healthy-lunarlander-500k"]["args"],
                                                                      "total_timesteps": 300_000})
@@ -239,7 +240,14 @@ def test_a_run_of_no_recipes_length_is_read_by_the_recipe_recorded_update_by_upd
     assert done.returncode == 0, done.stderr
     assert f"stopped early: at step {last:,} of the recipe's 1,000,000" in done.stdout
     assert "as its --total-timesteps 300,000 asks" in done.stdout
+    # its learning rate reaches 0 at its own end: the healthy runs' at 1M; no record shares that schedule
+    assert "its diagnostics are not judged: its learning rate is annealed to 0 by step 300,000" in done.stdout
+    assert "outside the healthy range" not in done.stdout
+    # stopped at the same step with the defaults' schedule (Ctrl-C at 300,000 of 1M): read over the same steps
+    folder, last = stopped_at("healthy-lunarlander-500k", 300_000, tmp_path / "ctrl-c", total_timesteps=1_000_000)
+    done = diagnosed(folder)
     assert "compared over the same steps: 5 healthy runs' updates up to step" in done.stdout
+    assert "as its --total-timesteps" not in done.stdout
 
 
 def test_a_whole_run_is_not_said_to_have_stopped_early(tmp_path, diagnosed):
