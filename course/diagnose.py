@@ -8,12 +8,14 @@ prints what is outside its range, by how much and since when, and the section of
 causes (course/when-ppo-does-not-learn.md); "looks healthy" when nothing is.
 
 The rule (one for every lesson). For each diagnostic and part of the run, the run's median over its updates is
-compared with two ranges of the healthy runs:
-- the band that the middle 90% of every healthy seed's updates fall in (the lowest 5th percentile to the highest
-  95th): a median outside it sits where fewer than 5% of any healthy seed's updates did;
-- where three seeds or more were recorded, the range of the healthy seeds' medians, widened on each side by
-  MARGIN times its width (on a log scale for approx_kl and the value loss, which vary over decades between seeds).
-A median outside either is flagged. MARGIN is the smallest at which no healthy seed of a recipe with five seeds or
+compared with the healthy runs:
+- where three seeds or more were recorded, with the range of the healthy seeds' medians, widened on each side by
+  MARGIN times its width (on a log scale for approx_kl and the value loss, which vary over decades between seeds);
+- where fewer than five were, also with the band that the middle 90% of every healthy seed's updates fall in (the
+  lowest 5th percentile to the highest 95th), which then narrows the range. With five seeds or more the seeds'
+  own spread judges alone: the band of a diagnostic that trends (the entropy falls all run) is only as wide as
+  the healthy seeds' last values, and a fresh healthy Pendulum seed's entropy fell below it (benchmarks/README.md).
+A median outside is flagged. MARGIN is the smallest at which no healthy seed of a recipe with five seeds or
 more is flagged when it is judged against the other seeds (leave one out; benchmarks/README.md, "Reading a run:
 the healthy ranges and the rule"). The return is judged
 against the healthy runs' return at the same env step: flat when it never gained a quarter of what the slowest
@@ -48,6 +50,7 @@ TAGS = DIAGNOSTIC_TAGS
 LOG_SCALE = {"losses/approx_kl", "losses/value_loss"}  # positive, and spread over decades between healthy seeds
 PARTS = tuple(run_parts([]))  # the parts of a run the records hold: all of it, its second half
 PART_NAMES = {"all": "the whole run", "second half": "its second half"}
+FEW = 5  # from this many healthy seeds on, the widened medians' range alone is the limit (Range.limits)
 MARGIN = 1.5  # the smallest margin with no false alarm on held-out healthy seeds (benchmarks/README.md)
 MIN_UPDATES = 10  # fewer logged updates than this: too short to judge
 EPISODES = 20  # the return's window, as the benchmarks' final return and the exercises' curves
@@ -198,10 +201,13 @@ class Range:
         return unscale(low - margin * width), unscale(high + margin * width)
 
     def limits(self, tag: str, margin: float = MARGIN) -> tuple[float, float]:
-        """The healthy range a median must stay in: the band, narrowed to the widened medians' range."""
+        """The healthy range a median must stay in: the widened medians' range, narrowed to the band where fewer
+        than FEW seeds were recorded; the band alone under three."""
         widened = self.widened(tag, margin)
         if widened is None:
             return self.band
+        if len(self.medians) >= FEW:  # enough seeds: their spread judges (the module docstring's rule)
+            return widened
         return max(self.band[0], widened[0]), min(self.band[1], widened[1])
 
 

@@ -39,7 +39,7 @@ def diagnosed(capsys):
 
 # --- the rule, by hand -------------------------------------------------------------------------------------------
 
-def test_the_limits_are_the_band_narrowed_to_the_widened_medians():
+def test_the_limits_are_the_widened_medians_narrowed_to_the_band_for_few_seeds():
     r = diagnose.Range(band=(0.0, 1.0), medians=[0.4, 0.5, 0.6])
     assert r.widened("losses/entropy", margin=1.0) == pytest.approx((0.2, 0.8))
     assert r.limits("losses/entropy", margin=1.0) == pytest.approx((0.2, 0.8))
@@ -49,6 +49,12 @@ def test_the_limits_are_the_band_narrowed_to_the_widened_medians():
     assert kl.limits("losses/approx_kl", margin=1.0) == pytest.approx((1e-4, 1e-1))
     # under three seeds the medians say too little: the band alone
     assert diagnose.Range(band=(0.1, 0.9), medians=[0.5, 0.6]).limits("losses/entropy") == (0.1, 0.9)
+    # five seeds or more: their spread alone, past the band (a trending diagnostic's band is as narrow as the seeds'
+    # last values: a fresh healthy Pendulum seed's entropy, 0.294 over its second half, fell under the band's 0.314)
+    many = diagnose.Range(band=(0.3144, 0.6837), medians=[0.369, 0.376, 0.414, 0.423, 0.452, 0.459, 0.46, 0.466,
+                                                          0.49, 0.527])
+    low, high = many.limits("losses/entropy")
+    assert low == pytest.approx(0.369 - 1.5 * (0.527 - 0.369)) and low < 0.294 < 0.3144 and high > 0.6837
 
 
 def test_outside_names_the_side_and_skips_what_the_record_lacks():
