@@ -207,11 +207,22 @@ def scalars(path: Path) -> dict[str, list[tuple[int, float]]]:
 # ---------------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def site(tmp_path_factory) -> Path:
-    """The site built from the working tree, as `python -m render` builds it, into a folder of its own."""
+    """The site built from the working tree, as `python -m render` builds it, into a folder of its own. Under
+    pytest-xdist's workers (pytest.ini's -n) it is built once for the whole run: the first worker to ask builds it
+    into the run's shared temporary folder, holding a lock the others wait on, and they read the same pages."""
+    from filelock import FileLock  # (torch's own dependency)
     from render.__main__ import build
 
-    out = tmp_path_factory.mktemp("site") / "_site"
-    build(out)
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # one process (-n 0): as before
+        out = tmp_path_factory.mktemp("site") / "_site"
+        build(out)
+        return out
+    shared = tmp_path_factory.getbasetemp().parent  # the run's folder, above each worker's own
+    out, built = shared / "site" / "_site", shared / "site" / "built"
+    with FileLock(str(shared / "site.lock")):
+        if not built.exists():
+            build(out)
+            built.touch()  # (after the build: a worker that failed to build leaves no half-built site to read)
     return out
 
 

@@ -266,7 +266,8 @@ def scratch_copy() -> Path:
 
 def pytest(scratch: Path, tests: list[str], timeout: float, first_failure: bool = True) -> tuple[int, str]:
     stop = ["-x"] if first_failure else []
-    result = subprocess.run([sys.executable, "-m", "pytest", *stop, "-q", "-p", "no:cacheprovider", *tests],
+    # -n 0: in this one process, not pytest.ini's parallel workers: a mutation runs a few files, and -x stops at once
+    result = subprocess.run([sys.executable, "-m", "pytest", *stop, "-n", "0", "-q", "-p", "no:cacheprovider", *tests],
                             cwd=scratch, capture_output=True, text=True, timeout=timeout)
     return result.returncode, result.stdout + result.stderr
 
