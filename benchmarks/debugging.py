@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.core import launch
-from benchmarks.core.records import read_csv
+from benchmarks.core.records import read_csv, write_csv
 from benchmarks.core.runs import find_runs, newest, read_scalars
 from benchmarks.core.stats import DIAGNOSTIC_TAGS
 
@@ -185,15 +185,9 @@ def record_series(lesson: str, seeds: list[int], workdir: Path, command: str) ->
                      "wall_seconds": f"{seconds:.0f}"})
         print(f"{lesson} seed {seed}: {seconds:.0f} s, {run_dir}", flush=True)
     rows.sort(key=lambda row: (int(row["seed"]), TAGS.index(row["tag"]), int(row["env_steps"])))
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, ["seed", "tag", "env_steps", "value"])
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(path, rows, ["seed", "tag", "env_steps", "value"])
     runs.sort(key=lambda row: (row["lesson"], int(row["seed"])))
-    with open(index, "w", newline="") as f:
-        writer = csv.DictWriter(f, ["lesson", "seed", "command", "wall_seconds"])
-        writer.writeheader()
-        writer.writerows(runs)
+    write_csv(index, runs, ["lesson", "seed", "command", "wall_seconds"])
     print(f"Command: {command}")
 
 

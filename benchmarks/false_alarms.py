@@ -18,7 +18,6 @@ the runs take minutes each (LunarLander about 2.3, the others under 1 on 2 cores
 from __future__ import annotations
 
 import argparse
-import csv
 import shlex
 import sys
 import time
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.core import launch
+from benchmarks.core.records import read_csv, write_csv
 from benchmarks.core.runs import find_runs, newest
 
 RECORD = launch.ROOT / "benchmarks" / "results" / "debugging"
@@ -59,22 +59,6 @@ def exp_name(group: str) -> str:
     return f"{EXP}-{group}"
 
 
-def read(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def write(path: Path, rows: list[dict], fields: list[str]) -> None:
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", newline="") as f:
-        writer = csv.DictWriter(f, fields)
-        writer.writeheader()
-        writer.writerows(rows)
-    tmp.replace(path)
-
-
 def train(groups: list[str], seeds: list[int], workdir: Path) -> None:
     (workdir / "runs").mkdir(parents=True, exist_ok=True)
     for name in groups:
@@ -87,12 +71,12 @@ def train(groups: list[str], seeds: list[int], workdir: Path) -> None:
             seconds = time.time() - start
             if done.returncode != 0:
                 raise RuntimeError(f"{group.lesson} {shlex.join(argv)} stopped with exit code {done.returncode}")
-            rows = [r for r in read(RUNS) if not (r["group"] == name and int(r["seed"]) == seed)]
+            rows = [r for r in read_csv(RUNS) if not (r["group"] == name and int(r["seed"]) == seed)]
             rows.append({"group": name, "seed": seed, "command": shlex.join(["python", group.lesson, *argv]),
                          "wall_seconds": f"{seconds:.0f}", "finished": time.strftime("%Y-%m-%d %H:%M UTC",
                                                                                        time.gmtime())})
             rows.sort(key=lambda r: (list(GROUPS).index(r["group"]), int(r["seed"])))
-            write(RUNS, rows, ["group", "seed", "command", "wall_seconds", "finished"])
+            write_csv(RUNS, rows, ["group", "seed", "command", "wall_seconds", "finished"])
             print(f"{name} seed {seed}: {seconds:.0f} s", flush=True)
 
 
@@ -103,7 +87,7 @@ def judge(workdir: Path) -> list[dict]:
     from course import diagnose
 
     out = []
-    for row in read(RUNS):
+    for row in read_csv(RUNS):
         group = GROUPS[row["group"]]
         found = find_runs(workdir / "runs", env_id=group.env_id, exp_name=exp_name(row["group"]), seed=row["seed"])
         if not found:
@@ -148,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         if not rows:
             print(f"python -m benchmarks.false_alarms: error: no trained run in {args.workdir}", file=sys.stderr)
             return 2
-        write(JUDGED, rows, list(rows[0]))
+        write_csv(JUDGED, rows)
         alarms = [r for r in rows if r["symptoms"]]
         for r in rows:
             print(f"{r['group']:18} seed {r['seed']:>4}: {r['symptoms'] or 'healthy'}"
