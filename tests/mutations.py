@@ -235,11 +235,11 @@ MUTATIONS = [
              "medians' range, not the tighter",
              [("return max(self.band[0], widened[0]), min(self.band[1], widened[1])",
                "return min(self.band[0], widened[0]), max(self.band[1], widened[1])")],
-             ["tests/test_debugging.py::test_the_limits_are_the_band_narrowed_to_the_widened_medians"],
+             ["tests/test_debugging.py::test_the_limits_are_the_widened_medians_narrowed_to_the_band_for_few_seeds"],
              files="course/diagnose.py"),
     Mutation("diagnose-kl-widened-linearly", "diagnose: approx_kl and the value loss widened on a linear scale",
              [('LOG_SCALE = {"losses/approx_kl", "losses/value_loss"}', "LOG_SCALE = set()")],
-             ["tests/test_debugging.py::test_the_limits_are_the_band_narrowed_to_the_widened_medians"],
+             ["tests/test_debugging.py::test_the_limits_are_the_widened_medians_narrowed_to_the_band_for_few_seeds"],
              files="course/diagnose.py"),
     Mutation("diagnose-flat-return-inverted", "diagnose: a return that gained more than a quarter of the healthy "
              "gain called flat", [("final - first < FLAT * healthy_gain", "final - first > FLAT * healthy_gain")],
