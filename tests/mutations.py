@@ -193,7 +193,10 @@ MUTATIONS = [
              ["tests/test_site.py::test_every_line_once_and_in_order"], files="render/lesson.py"),
     Mutation("site-code-citations-untypeset", "lesson page: equations cited in code lines (trailing comments, help "
              "texts) get no box", [("for n in row.note + row.code)", "for n in row.note)")],
-             ["tests/test_site.py::test_each_cited_equation_is_typeset_beside_its_line"], files="render/lesson.py"),
+             ["tests/test_site.py::test_each_cited_equation_is_typeset_beside_its_line",
+              "tests/test_site_equation_homes.py::"
+              "test_an_equation_no_prose_cites_is_typeset_beside_its_first_code_line"],
+             files="render/lesson.py"),
     Mutation("site-copies-unfolded", "lesson page: copied blocks shown at full length, not folded",
              [("copies = [c for c in lesson.copies if first <= c.first <= last]", "copies = []")],
              ["tests/test_site.py::test_a_folded_block_holds_exactly_its_copied_lines"], files="render/lesson.py"),
