@@ -31,6 +31,7 @@ class Lesson:
     script: str  # the file, ppo_cartpole.py
     env_id: str  # the env it trains on by default (its Args.env_id)
     pixels: bool  # it learns from frames with a CNN (the MLP lessons read flat observations)
+    language: bool = False  # its environment is text (a token MDP) and its agent a transformer: no Gymnasium env
     neighbour: str | None = None  # the script it is diffed against; None for the first lesson
     bound: int | None = None  # the most changed lines of code the diff from its neighbour may have
     figures: tuple[Figure, ...] = ()  # the curves its "What you should see" quotes, in the order it quotes them
@@ -125,7 +126,19 @@ LESSONS = (
                "steps, the share of episodes at the flag from 0 to 0.6; deaths are most frequent near x 1,750 and "
                "2,450."),)),
 )
+# The language lessons (issue 66): PPO on a token MDP, then its GRPO diff. Their task is a grammar of reviews made in
+# the run (env_id names it), so the tests of Gymnasium's envs, wrappers and rollouts (GYM) do not apply to them.
+LESSONS += (
+    Lesson("ppo_rlhf_tiny.py", "TinyReviews-v0", pixels=False, language=True, neighbour="ppo_cartpole.py", bound=495),
+    Lesson("grpo_rlhf_tiny.py", "TinyReviews-v0", pixels=False, language=True, neighbour="ppo_rlhf_tiny.py",
+           bound=96),
+)
+GLOBS = ("ppo_*.py", "grpo_*.py")  # the lesson files on disk: tests/test_conventions.py holds LESSONS to them
+GYM = tuple(lesson for lesson in LESSONS if not lesson.language)
+LANGUAGE = tuple(lesson for lesson in LESSONS if lesson.language)
 SCRIPTS = tuple(lesson.script for lesson in LESSONS)
+GYM_SCRIPTS = tuple(lesson.script for lesson in GYM)
+GYM_MODULES = tuple(lesson.module for lesson in GYM)
 MODULES = tuple(lesson.module for lesson in LESSONS)
 # (from, to): bound, in reading order of the `to` lesson: the diffs README walks through.
 NEIGHBOURS = {(lesson.neighbour, lesson.script): lesson.bound for lesson in LESSONS if lesson.neighbour}

@@ -441,7 +441,7 @@ def readme_pairs(readme: str) -> dict[tuple[str, str], ReadmePair]:
     found: dict[tuple[str, str], ReadmePair] = {}
     current = None
     for line in (marked(readme, "pairs") or "").splitlines():
-        head = re.match(r"^\*\*`(ppo_\w+\.py)` -> `(ppo_\w+\.py)`\*\*", line)
+        head = re.match(r"^\*\*`((?:gr|p)po_\w+\.py)` -> `((?:gr|p)po_\w+\.py)`\*\*", line)
         if head:
             current = found[head.group(1), head.group(2)] = ReadmePair(line, [])
         elif current is None:
@@ -681,7 +681,7 @@ def _markdown(text: str) -> str:
 
     def fix(match):
         href, inner = match.group(1), match.group(2)
-        lesson = re.match(r"^(ppo_\w+)\.py#L(\d+)$", href)
+        lesson = re.match(r"^((?:gr|p)po_\w+)\.py#L(\d+)$", href)
         if lesson:
             return f'<a href="../lessons/{lesson.group(1)}.html#L{lesson.group(2)}">{inner}</a>'
         if re.match(r"^https?://", href):

@@ -48,6 +48,8 @@ BASE = {
     "ppo_pendulum_continuous": {"--env-id": "CountingContinuousTest-v0", **TINY_VECTOR},
     "ppo_breakout_atari": {**TINY_VECTOR, "--vectorization-mode": "sync", "--no-cuda": None},
     "ppo_mario_cnn": {**TINY_VECTOR, "--vectorization-mode": "sync", "--no-cuda": None},
+    "ppo_rlhf_tiny": {"--num-envs": "8", "--minibatch-size": "4", "--total-timesteps": "96"},
+    "grpo_rlhf_tiny": {"--num-envs": "8", "--minibatch-size": "4", "--total-timesteps": "96"},
 }
 # A real env the script cannot train on.
 ENV_OF_ANOTHER_KIND = {
@@ -56,6 +58,8 @@ ENV_OF_ANOTHER_KIND = {
     "ppo_pendulum_continuous": ["CartPole-v1"],  # discrete actions
     "ppo_breakout_atari": ["CartPole-v1", "ALE/Breakout-v5"],  # not Atari; an Atari id that skips frames itself
     "ppo_mario_cnn": ["CartPole-v1", "SuperMarioBros-1-1-v0"],  # the level is --world and --stage here
+    "ppo_rlhf_tiny": ["CartPole-v1"],  # a Gymnasium env: the language lessons' task is their grammar
+    "grpo_rlhf_tiny": ["CartPole-v1"],
 }
 
 POSITIVE_INT = ["0", "-1"]
@@ -105,10 +109,22 @@ BAD_VALUES = {
     "eval_every": NON_NEGATIVE_INT,
     "eval_episodes": POSITIVE_INT,
     "target_flag_rate": [*POSITIVE_FLOAT, "1.5"],  # a share of the evaluation episodes, in (0, 1]
+    # the language lessons' (the base has --num-envs 8, the default --d-model 64 and --n-heads 4)
+    "pretrain_steps": POSITIVE_INT,
+    "reward_pairs": [*POSITIVE_INT, "15"],  # an eighth held out: at least 16
+    "reward_epochs": POSITIVE_INT,
+    "temperature": POSITIVE_FLOAT,
+    "group_size": ["0", "1", "3"],  # a group of one has no baseline; 3 does not divide 8 responses
+    "kl_coef": NON_NEGATIVE_FLOAT,
+    "kl_horizon": POSITIVE_INT,
+    "no_end_penalty": ["nan", "inf", "-inf"],  # any finite score, positive or negative, is a choice
+    "d_model": [*POSITIVE_INT, "30"],  # 30 is no multiple of 4 heads
+    "n_layers": POSITIVE_INT,
+    "n_heads": [*POSITIVE_INT, "3"],
 }
 SWITCH = "a switch (--flag / --no-flag) takes no value: there is none to get wrong"
 NOTHING_WRONG = {name: SWITCH for name in ("anneal_lr", "norm_adv", "clip_vloss", "anneal_clip", "norm_obs",
-                                           "norm_reward", "kl_adaptive", "torch_deterministic", "cuda",
+                                           "norm_reward", "kl_adaptive", "adaptive_kl", "torch_deterministic", "cuda",
                                            "capture_video")}
 # Values tyro cannot parse as the type, tried on every flag of that type besides BAD_VALUES.
 UNPARSABLE = {int: ["nan", "1e6"], float: [""]}
@@ -178,6 +194,8 @@ def checkpoint(ppo, script: str = None) -> dict:
             "schedule": SCHEDULE, "rng": {}}
     if ppo.__name__ == "ppo_pendulum_continuous":  # its reward statistics and KL penalty's beta too
         ckpt.update(reward_scaler={}, kl_beta=1.0)
+    if ppo.__name__.endswith("_rlhf_tiny"):  # pi_ref, the reward model and beta too
+        ckpt.update(reference={}, reward_model={}, reward_accuracy=1.0, kl_coef=0.1)
     return ckpt
 
 

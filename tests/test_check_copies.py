@@ -347,7 +347,7 @@ def test_common_holds_what_the_lessons_copy_and_nothing_else():
     import re
 
     copied = set()
-    for script in REPO_ROOT.glob("ppo_*.py"):
+    for script in [*REPO_ROOT.glob("ppo_*.py"), *REPO_ROOT.glob("grpo_*.py")]:
         copied |= set(re.findall(r"# Copied from (common\.\w+\.\w+)", script.read_text()))
     modules = [m for m in sorted((REPO_ROOT / "common").glob("*.py")) if m.name != "__init__.py"]
     assert len(modules) >= 10

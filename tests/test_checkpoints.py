@@ -18,6 +18,13 @@ def save(ppo, path, global_step):
         ppo.save_checkpoint(str(path), {"script": ppo.SCRIPT, "global_step": global_step,
                                         "weights": torch.arange(100_000.0)})
         return
+    if ppo.__name__.endswith("_rlhf_tiny"):  # the language lessons: a transformer, pi_ref and R saved beside it
+        args = ppo.Args(d_model=8, n_heads=2)
+        agent = ppo.Agent(args, 15)
+        ppo.save_checkpoint(str(path), args, agent, torch.optim.Adam(agent.parameters()), global_step, 1,
+                            {"scale": 1.0, "num_iterations": 4}, reference=agent.state_dict(), reward_model={},
+                            reward_accuracy=1.0, kl_coef=0.1)
+        return
     continuous = ppo.__name__ == "ppo_pendulum_continuous"
     args = ppo.Args(env_id="CountingContinuousTest-v0" if continuous else "CountingTest-v0", hidden_size=8)
     agent = ppo.Agent(ppo.make_env(args), args.hidden_size)

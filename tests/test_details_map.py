@@ -7,7 +7,7 @@ import re
 import pytest
 
 from tools import details_map
-from course.lessons import SCRIPTS
+from course.lessons import GYM_SCRIPTS as SCRIPTS  # (the map is of the Gymnasium lessons: tools.details_map)
 from conftest import ROOT
 
 LINK = re.compile(r"^\[(\d+)\]\((ppo_\w+\.py)#L(\d+)\) `(.+)`$")

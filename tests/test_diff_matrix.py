@@ -120,7 +120,7 @@ def test_neighbours_are_the_pairs_the_docstrings_name():
     import re
 
     named = {}
-    for script in sorted(path.name for path in ROOT.glob("ppo_*.py")):
+    for script in sorted(path.name for glob in ("ppo_*.py", "grpo_*.py") for path in ROOT.glob(glob)):
         match = re.search(r"^Differs from (ppo_\w+\.py) in:", (ROOT / script).read_text(), re.MULTILINE)
         if match:
             named[script] = match.group(1)

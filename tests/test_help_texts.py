@@ -14,6 +14,10 @@ from conftest import ROOT
 # Shared flags whose help may differ between scripts, and why. The rest must read the same everywhere: what a
 # script's own default rests on (Table 5, [UV], ...) goes in a comment beside the field, not into --help.
 DIFFERS = {
+    "vf_clip_coef": "the language lesson always clips V (lm-human-preferences' cliprange_value), in whitened rewards",
+    "kl_target": "Pendulum's d_targ is a step's KL under the paper's doubling rule; the language lesson's a whole "
+                 "response's KL, steered by lm-human-preferences' proportional controller",
+    "kl_coef": "beta weighs a per-token reward in PPO (adapted) and a per-token loss term in GRPO (fixed)",
     "env_id": "each script takes its own kind of env (and the help text is another issue's)",
     "total_timesteps": "one env in CartPole, N envs in the vector lessons, N envs on each rank at 4 frames a step in "
                        "the pixel lessons",

@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from course.lessons import MODULES
+from course.lessons import GYM_MODULES as MODULES  # (the language lessons roll out text: tests/test_language.py)
 from conftest import StubAgent
 
 VECTOR_SCRIPTS = [m for m in MODULES if m != "ppo_cartpole"]  # CartPole steps one env: its own test below

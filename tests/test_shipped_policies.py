@@ -22,7 +22,7 @@ import torch
 import tyro
 
 from benchmarks import ship
-from course.lessons import MODULES
+from course.lessons import GYM_MODULES as MODULES  # (a policy file is a Gymnasium agent's: the language lessons' --play needs pi_ref and R too)
 from conftest import ROOT, SCHEDULE, run_main
 
 SHIPPED = sorted((ROOT / "agents").glob("*.pt"))

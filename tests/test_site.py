@@ -142,7 +142,9 @@ def test_each_cited_equation_is_typeset_beside_its_line(site, script):
             for key in keys:
                 first_prose.setdefault(key, row)
         checked += 1
-    assert checked >= 8  # every lesson cites the paper's equations in a good many places
+    # every lesson cites the paper's equations in a good many places; GRPO, which keeps only the clip (eq. 7) of
+    # PPO's objective, in fewer
+    assert checked >= (4 if script == "grpo_rlhf_tiny.py" else 8)
     for key, row in first_prose.items():
         assert by_id[f"eq-{key}"] in row.find_all("figure", cls="eq"), f"{script}: eq. {key} is not beside its first prose"
     for link in tree.find_all("a", cls="eq-link"):
@@ -226,7 +228,7 @@ def test_readme_links_into_scripts_have_twins_in_the_lesson_pages(site):
     """Every `ppo_x.py#Ln` of README (the implementation-details map) is a line anchor of lessons/ppo_x.html, and
     the index's copy of the map links there."""
     readme = (ROOT / "README.md").read_text()
-    links = re.findall(r"\((ppo_\w+\.py)#L(\d+)\)", readme)
+    links = re.findall(r"\(((?:gr|p)po_\w+\.py)#L(\d+)\)", readme)
     assert len(links) > 50
     index = parse(site / "index.html")
     hrefs = {n.attrs["href"] for n in index.find_all("a") if "href" in n.attrs}

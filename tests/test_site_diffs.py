@@ -278,7 +278,7 @@ def test_every_link_and_anchor_on_the_pages_resolves(pages):
         assert len(page.ids) == len(set(page.ids)), f"{pair}: an id twice"
         ids = set(page.ids)
         for href in page.hrefs:
-            lesson = re.fullmatch(r"\.\./lessons/(ppo_\w+)\.html(?:#L(\d+))?", href)
+            lesson = re.fullmatch(r"\.\./lessons/((?:gr|p)po_\w+)\.html(?:#L(\d+))?", href)
             if href.startswith("#"):
                 assert href[1:] in ids, f"{pair}: {href}"
             elif lesson:

@@ -330,13 +330,14 @@ def _rewrite(path: Path, copies: list[_Copy]) -> None:
 
 
 def check(root: Path, fix: bool = False, files: list[Path] | None = None) -> Report:
-    """Check (and with ``fix``, rewrite) the copies in ``files``: by default every ppo_*.py in ``root``.
+    """Check (and with ``fix``, rewrite) the copies in ``files``: by default every lesson in ``root`` (ppo_*.py,
+    grpo_*.py).
 
     Relative ``files`` are taken relative to ``root``. With ``fix``, each rewritten copy is reported as a
     Problem with ``fixed=True``; the other problems are those still present after the rewrite.
     """
     root = Path(root).resolve()
-    scripts = sorted(root.glob("ppo_*.py")) if files is None else [root / file for file in files]
+    scripts = sorted([*root.glob("ppo_*.py"), *root.glob("grpo_*.py")]) if files is None else [root / f for f in files]
     modules: dict[Path, tuple[list[str], ast.Module]] = {}  # parsed originals, shared by all scripts
     problems: list[Problem] = []
     n_copies = 0

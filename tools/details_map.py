@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tools.diff_matrix import between_markers
-from course.lessons import LESSONS, SCRIPTS
+from course.lessons import GYM as LESSONS, GYM_SCRIPTS as SCRIPTS  # the 37 details are of the Gymnasium lessons
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

@@ -61,6 +61,8 @@ FLAGS = {
     "ppo_pendulum_continuous.py": [],
     "ppo_breakout_atari.py": ["--total-timesteps", "500000", "--no-cuda", "--vectorization-mode", "sync"],
     "ppo_mario_cnn.py": ["--total-timesteps", "122880", "--no-cuda", "--vectorization-mode", "sync"],
+    "ppo_rlhf_tiny.py": [],
+    "grpo_rlhf_tiny.py": [],
 }
 # Docstring parts laid out in columns or as pseudocode: shown as text blocks, as the file shows them.
 TEXT_BLOCKS = ("The loop", "Usage", "Deliberately left out")
