@@ -441,14 +441,13 @@ def kl_k3(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:
     return log_ratio.exp() - log_ratio - 1.0
 
 
-def grpo_loss(ratio: torch.Tensor, advantages: torch.Tensor, kl: torch.Tensor, mask: torch.Tensor, clip_coef: float,
-              beta: float) -> torch.Tensor:
+def grpo_loss(ratio: torch.Tensor, advantages: torch.Tensor, kl: torch.Tensor, weights: torch.Tensor,
+              clip_coef: float, beta: float) -> torch.Tensor:
     """-J_GRPO, to minimize ([GRPO]'s equation 3): per token, PPO's min(r_t A, clip(r_t, 1 - eps, 1 + eps) A)
-    (eq. 7) less beta k3; averaged over each response's |o_i| tokens, then over the responses. [M, T] tensors,
-    A [M, 1]."""
+    (eq. 7) less beta k3; averaged over each response's |o_i| tokens, then over the responses. One entry per real
+    token of the minibatch; a token's weight is 1 / |o_i|, so each response's weights sum to 1."""
     surrogate = torch.min(ratio * advantages, torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef) * advantages)
-    per_token = (surrogate - beta * kl) * mask
-    return -(per_token.sum(1) / mask.sum(1)).mean()
+    return -((surrogate - beta * kl) * weights).sum() / weights.sum()
 
 
 # --- Training: the GRPO loop ---------------------------------------------------------------------------------
@@ -489,16 +488,18 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
                 _, newlogprob, entropy, _ = agent.get_action_and_value(text[mb, :-1], text[mb, 1:])
                 newlogprob, entropy = newlogprob[:, start:], entropy[:, start:]
                 real = mask[mb] == 1  # the response's tokens: the padding after "." is no action
-                logratio = (newlogprob - rollout.logprobs[mb]) * mask[mb]
-                ratio = logratio.exp()  # r_t, one per token (1 on the padding, which the mask drops)
+                logratio = newlogprob[real] - rollout.logprobs[mb][real]
+                ratio = logratio.exp()  # r_t, one per token
                 with torch.no_grad():
-                    old_approx_kl = (-logratio[real]).mean()
-                    approx_kl = ((ratio[real] - 1) - logratio[real]).mean()
-                    clipfracs.append(((ratio[real] - 1.0).abs() > args.clip_coef).float().mean().item())
+                    old_approx_kl = (-logratio).mean()
+                    approx_kl = ((ratio - 1) - logratio).mean()
+                    clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean().item())
 
                 # the KL to pi_ref under the current pi, so its gradient pulls pi back toward pi_ref
-                kl_to_ref = kl_k3(newlogprob, rollout.ref_logprobs[mb])
-                pg_loss = grpo_loss(ratio, advantages[mb], kl_to_ref, mask[mb], args.clip_coef, args.kl_coef)
+                kl_to_ref = kl_k3(newlogprob[real], rollout.ref_logprobs[mb][real])
+                weights = (1.0 / mask[mb].sum(1, keepdim=True)).expand_as(mask[mb])[real]  # 1 / |o_i|
+                pg_loss = grpo_loss(ratio, advantages[mb].expand_as(mask[mb])[real], kl_to_ref, weights,
+                                    args.clip_coef, args.kl_coef)
                 entropy_loss = entropy[real].mean()
                 loss = pg_loss - args.ent_coef * entropy_loss
 

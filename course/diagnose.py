@@ -135,7 +135,8 @@ RECIPES = [
     Recipe("ppo_mario_cnn.py", {"total_timesteps": 122_880, "anneal_lr": True, "action_type": "right"},
            ("diagnostics/ppo_mario_cnn-right",)),
 ]
-LESSONS = sorted({recipe.lesson for recipe in RECIPES})
+LANGUAGE_LESSONS = ("ppo_rlhf_tiny.py", "grpo_rlhf_tiny.py")  # read by language_report, against their own record
+LESSONS = sorted({recipe.lesson for recipe in RECIPES} | set(LANGUAGE_LESSONS))
 
 
 def curves_file(record: str) -> Path:
@@ -389,7 +390,7 @@ def read_run(folder: Path) -> Run:
     if not any(tag.startswith(("losses/", "charts/")) for tag in scalars):
         raise BadInput(f"{folder}'s logs hold none of the lessons' tags (losses/..., charts/...): they are another "
                        f"program's, such as {sorted(scalars)[0]}")
-    series = {tag: [(e.step, e.value) for e in scalars.get(tag, [])] for tag in TAGS}
+    series = {tag: [(e.step, e.value) for e in scalars.get(tag, [])] for tag in (*TAGS, *LANGUAGE_TAGS)}
     # A checkpoint well past the logs' last step: the events file was cut (a copy that stopped, a full disk), and
     # half a run must not be judged as a whole one. The slack allows a Ctrl-C save a rollout or two after the last
     # log, and ranks under torchrun (a quarter more).
@@ -520,8 +521,92 @@ def assess(lesson: str, args: dict, series: dict[str, list[tuple[int, float]]],
     return Assessment(recipe, changed, findings, verdict, stopped, count, schedule)
 
 
+# --- the language lessons ------------------------------------------------------------------------------------
+# Their runs are read against their own record (benchmarks/results/language/curves.csv, `python -m
+# benchmarks.language`): each rollout's hidden score, the reward model's score, the share of grammatical responses
+# and the KL to pi_ref, the median over the last quarter of the run's updates set against the recorded seeds' of
+# the same lesson at its defaults, their range widened by MARGIN times its width on each side, as for the others.
+LANGUAGE_TAGS = {"objective/hidden_score": "hidden_score", "objective/scores": "reward_model_score",
+                 "objective/valid_share": "valid_share", "objective/kl": "kl"}
+LANGUAGE_RECORD = RESULTS / "language" / "curves.csv"
+LANGUAGE_SETTINGS = {"ppo_rlhf_tiny.py": "ppo", "grpo_rlhf_tiny.py": "grpo"}
+
+
+def last_quarter(values: list[float]) -> float:
+    """The median of the last quarter of a run's updates (at least one)."""
+    return statistics.median(values[-max(1, len(values) // 4):])
+
+
+def language_ranges(lesson: str) -> tuple[dict[str, tuple[float, float]], int]:
+    """{name: (low, high)}: the recorded seeds' last-quarter medians of the lesson at its defaults, their range
+    widened by MARGIN times its width on each side; and how many seeds."""
+    from benchmarks.core.records import read_csv
+
+    per_seed: dict[int, list[dict]] = {}
+    for row in read_csv(LANGUAGE_RECORD):
+        if row["setting"] == LANGUAGE_SETTINGS[lesson]:
+            per_seed.setdefault(int(row["seed"]), []).append(row)
+    limits = {}
+    for name in LANGUAGE_TAGS.values():
+        medians = [last_quarter([float(r[name]) for r in sorted(rows, key=lambda r: int(r["step"]))])
+                   for rows in per_seed.values()]
+        width = max(medians) - min(medians)
+        limits[name] = (min(medians) - MARGIN * width, max(medians) + MARGIN * width)
+    return limits, len(per_seed)
+
+
+def language_findings(medians: dict[str, float], limits: dict[str, tuple[float, float]]) -> list[str]:
+    """What is outside the healthy limits, one line each, and the pattern of reward hacking where R's score is not
+    below its range while the share of grammatical responses is below its own."""
+    lines = []
+    for name, value in medians.items():
+        low, high = limits[name]
+        if not low <= value <= high:
+            lines.append(f"  {name.replace('_', ' ')}: {value:.3g} against {low:.3g} to {high:.3g} "
+                         f"({'below' if value < low else 'above'})")
+    if medians["valid_share"] < limits["valid_share"][0] and medians["reward_model_score"] >= \
+            limits["reward_model_score"][0]:
+        lines.append("  ! reward hacking: the reward model scores the responses as well as the healthy runs' or "
+                     "better while fewer of them are the language: pi has left the text R was trained on (too small "
+                     "a beta, or a KL target too far)")
+    return lines
+
+
+def language_report(run: Run) -> list[str]:
+    """A language lesson's run against its record (see LANGUAGE_TAGS)."""
+    series = {name: [v for _, v in run.series[tag]] for tag, name in LANGUAGE_TAGS.items()}
+    updates = len(series["kl"])
+    if updates < MIN_UPDATES:
+        raise BadInput(f"{run.folder} logged {updates} updates: too short to judge (fewer than {MIN_UPDATES})")
+    limits, count = language_ranges(run.lesson)
+    defaults = hyperparameters(run.lesson)
+    changed = {k: (run.args.get(k), v) for k, v in defaults.items() if k in run.args and run.args[k] != v}
+    medians = {name: last_quarter(values) for name, values in series.items()}
+    lines = [f"{run.folder}: {run.lesson} on {run.args.get('env_id')}, {run.series['objective/kl'][-1][0]:,} token "
+             f"steps, {updates} updates",
+             f"compared with {count} recorded runs of {run.lesson} at its defaults "
+             f"({LANGUAGE_RECORD.relative_to(ROOT)}): the median over the last quarter of the updates"]
+    if changed:
+        lines.append("note: your run changes " + ", ".join(
+            f"{k.replace('_', '-')} ({mine!r}, there {theirs!r})" for k, (mine, theirs) in changed.items())
+            + ": a difference may be what the change does, not a fault")
+    lines += ["", "last quarter: " + ", ".join(f"{name.replace('_', ' ')} {value:.3g}" for name, value in medians.items())]
+    if run.args.get("adaptive_kl"):
+        target = run.args.get("kl_target")
+        inside = 0.8 * target <= medians["kl"] <= 1.2 * target
+        lines.append(f"the KL to pi_ref against the controller's target {target:g}: "
+                     + ("within its band (+-20%)" if inside else "outside its band (+-20%): beta has not caught up"))
+    findings = language_findings(medians, limits)
+    lines.append("")
+    lines += (["outside the recorded runs' range:", *findings] if findings else
+              ["looks healthy: the hidden score, R's score, the valid share and the KL within the recorded runs' range"])
+    return lines
+
+
 def report(run: Run) -> tuple[list[str], list[Finding], ReturnVerdict | None]:
     """The report's lines, the findings and the return's verdict."""
+    if run.lesson in LANGUAGE_LESSONS:
+        return language_report(run), [], None
     updates = len(run.series["losses/approx_kl"])
     if updates < MIN_UPDATES:
         raise BadInput(f"{run.folder} logged {updates} updates: too short to judge (fewer than {MIN_UPDATES})")

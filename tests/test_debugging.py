@@ -491,7 +491,9 @@ def test_no_healthy_seed_on_record_is_flagged_in_any_lesson():
                        if (row["record"], row["seed"]) == seed}
             assert diagnose.outside(medians, healthy) == [], (recipe.describe(), seed)
             judged += 1
-    assert {recipe.lesson for recipe in diagnose.RECIPES} == set(SCRIPTS) and judged >= 50
+    # (the language lessons are read against their own record: language_report, tests/test_language.py)
+    assert {recipe.lesson for recipe in diagnose.RECIPES} == set(SCRIPTS) - set(diagnose.LANGUAGE_LESSONS)
+    assert judged >= 50
 
 
 @pytest.mark.parametrize("lesson, flags, record", [

@@ -113,7 +113,7 @@ def test_the_reward_models_loss_is_bradley_terrys():
 
 
 def test_the_group_advantage_by_hand():
-    scores = torch.tensor([1.0, 3.0, 2.0, 2.0, 0.0, 4.0])
+    scores = torch.tensor([1.0, 3.0, 5.0, 5.0, 0.0, 4.0])  # the groups' means 2, 5, 2 (the rollout's: 3)
     advantages = grpo.group_advantages(scores, group_size=2)
     s = math.sqrt(2.0)  # the unbiased std of two scores 2 apart
     assert torch.allclose(advantages, torch.tensor([-1 / (s + 1e-4), 1 / (s + 1e-4), 0.0, 0.0,
@@ -132,14 +132,17 @@ def test_k3_by_hand():
 
 def test_the_grpo_loss_averages_each_response_then_the_responses():
     """Ratios 1 (no clip); response 0 has one token of A = 1, response 1 two tokens of A = -1 and k3 0.5 each:
-    J = mean(1 - 0, mean(-1 - 0.1 * 0.5, -1 - 0.1 * 0.5)) = mean(1, -1.05) = -0.025."""
-    ratio = torch.ones(2, 3)
-    advantages = torch.tensor([[1.0], [-1.0]])
-    kl = torch.tensor([[0.0, 9.0, 9.0], [0.5, 0.5, 9.0]])  # the 9s are padding
-    mask = torch.tensor([[1.0, 0.0, 0.0], [1.0, 1.0, 0.0]])
-    loss = grpo.grpo_loss(ratio, advantages, kl, mask, clip_coef=0.2, beta=0.1)
+    J = mean(1 - 0, mean(-1 - 0.1 * 0.5, -1 - 0.1 * 0.5)) = mean(1, -1.05) = -0.025. One entry per real token,
+    weighted 1 / |o_i|."""
+    ratio = torch.ones(3)
+    advantages = torch.tensor([1.0, -1.0, -1.0])
+    kl = torch.tensor([0.0, 0.5, 0.5])
+    weights = torch.tensor([1.0, 0.5, 0.5])
+    loss = grpo.grpo_loss(ratio, advantages, kl, weights, clip_coef=0.2, beta=0.1)
     assert math.isclose(loss.item(), 0.025, rel_tol=1e-6)
-    clipped = grpo.grpo_loss(torch.tensor([[2.0, 1.0, 1.0], [1.0, 1.0, 1.0]]), advantages, kl * 0, mask, 0.2, 0.1)
+    flat = grpo.grpo_loss(ratio, advantages, kl, torch.ones(3), 0.2, 0.1)  # token-averaged instead: another number
+    assert math.isclose(flat.item(), -(1 - 1.05 - 1.05) / 3, rel_tol=1e-6)
+    clipped = grpo.grpo_loss(torch.tensor([2.0, 1.0, 1.0]), advantages, kl * 0, weights, 0.2, 0.1)
     assert math.isclose(clipped.item(), -(1.2 - 1.0) / 2, rel_tol=1e-6)  # r = 2 > 1 + eps with A > 0: 1.2 A
 
 
@@ -273,3 +276,57 @@ def test_the_same_seed_makes_the_same_pi_ref_and_reward_model_in_both_lessons():
     assert set(ref_b) < set(ref_a)  # PPO's has the value head besides
     assert all(torch.equal(ref_a[k], ref_b[k]) for k in ref_b) and acc_a == acc_b
     assert all(torch.equal(rm_a[k], rm_b[k]) for k in rm_a)
+
+
+# --- the run reader (python -m course.diagnose) -----------------------------------------------------------------
+
+
+def recorded_medians(setting: str) -> dict[int, dict[str, float]]:
+    """Each recorded seed's last-quarter medians (benchmarks/results/language/curves.csv) of one setting."""
+    from benchmarks.core.records import read_csv
+    from course import diagnose
+
+    rows = [r for r in read_csv(diagnose.LANGUAGE_RECORD) if r["setting"] == setting]
+    seeds = sorted({int(r["seed"]) for r in rows})
+    return {seed: {name: diagnose.last_quarter([float(r[name]) for r in sorted(
+        (r for r in rows if int(r["seed"]) == seed), key=lambda r: int(r["step"]))])
+        for name in diagnose.LANGUAGE_TAGS.values()} for seed in seeds}
+
+
+def test_the_reader_calls_the_recorded_beta_0_runs_reward_hacking_and_the_healthy_ones_healthy():
+    from course import diagnose
+
+    limits, count = diagnose.language_ranges("ppo_rlhf_tiny.py")
+    assert count >= 3
+    for seed, medians in recorded_medians("ppo").items():
+        assert diagnose.language_findings(medians, limits) == [], seed
+    hacked = recorded_medians("ppo-beta0")
+    assert hacked
+    for seed, medians in hacked.items():
+        found = diagnose.language_findings(medians, limits)
+        assert any("reward hacking" in line for line in found) and any("valid share" in line for line in found), seed
+
+
+def test_reward_hacking_needs_both_halves():
+    from course import diagnose
+
+    limits = {"hidden_score": (1.0, 4.0), "reward_model_score": (1.0, 2.0), "valid_share": (0.9, 1.1), "kl": (2.0, 4.0)}
+    healthy = {"hidden_score": 3.0, "reward_model_score": 1.5, "valid_share": 1.0, "kl": 3.0}
+    assert diagnose.language_findings(healthy, limits) == []
+    broken = {**healthy, "valid_share": 0.5, "reward_model_score": 0.2}  # invalid text that R scores low: not hacking
+    assert not any("reward hacking" in line for line in diagnose.language_findings(broken, limits))
+    hacked = {**healthy, "valid_share": 0.5, "hidden_score": -4.0}
+    assert any("reward hacking" in line for line in diagnose.language_findings(hacked, limits))
+
+
+def test_diagnose_reads_a_language_run(tmp_path):
+    from benchmarks.core import launch
+
+    result = run_script(ppo.SCRIPT, *TINY, "--total-timesteps", str(12 * UPDATE), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (run_dir,) = run_dirs(tmp_path)
+    read = launch.run(launch.python_command("-m", "course.diagnose", str(run_dir)), tmp_path)
+    assert read.returncode == 0, read.stderr
+    assert "recorded runs of ppo_rlhf_tiny.py at its defaults" in read.stdout
+    assert "note: your run changes" in read.stdout and "pretrain-steps (30, there 1500)" in read.stdout
+    assert "the KL to pi_ref against the controller's target 3" in read.stdout
