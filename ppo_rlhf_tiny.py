@@ -24,23 +24,30 @@ The loop (each line names the function below that does it)
         beta *= 1 + e n / horizon, e = clip(KL / KL_target - 1, -0.2, 0.2)        AdaptiveKLController.update()
 
 What you should see
-    Three phases, each with its own line: the pretrained model writes grammatical reviews (valid share near 1); the
-    reward model's held-out accuracy is printed (above 0.9); then PPO's progress bar, whose return is the reward
-    model's score minus beta times the KL. The hidden score (the "human's" own rule, which PPO never sees) rises
-    while the KL to pi_ref climbs to its target and beta settles. The record: benchmarks/README.md, "PPO on
-    language".
+    Three phases, each with its line: pi_ref pretrained (about 15 s on 2 CPU cores), the reward model's held-out
+    accuracy (0.92 to 0.99 on seeds 1-5), then PPO's progress bar (about 35 s), whose return is R - beta KL. Over
+    the 240 updates the hidden score of the sampled responses (the "human's" rule, which PPO never sees) rises from
+    pi_ref's 0 to about 3.8 of a possible 4, nearly every response "the <noun> was (or is) very great ."; the KL
+    to pi_ref climbs to the controller's target of 3 nats and ends between 2.7 and 3.0, every response still
+    grammatical.
+    Curves of 5 seeds: benchmarks/results/language.png; the record: benchmarks/README.md, "PPO on language"; a run
+    that looks otherwise: python -m course.diagnose runs/<run>.
 
-Try this (predict, then run; the record: benchmarks/README.md, "PPO on language")
+Try this (predict, then run; "Measured": the change in the final hidden score, 256 sampled responses a run, paired
+over seeds 1-5 against the default, 95% interval, Holm-corrected verdict; benchmarks/README.md, "PPO on language")
     python ppo_rlhf_tiny.py --kl-coef 0 --no-adaptive-kl
         Predict: no KL penalty at all: does the hidden score rise further, or fall?
-        Answer: the reward model's score rises further, while the share of grammatical responses falls: pi finds
-            text R was never shown and scores wrongly (reward hacking); the hidden rule gives such text its lowest
-            mark.
-        Measured: benchmarks/README.md, "PPO on language", reward hacking
+        Answer: it depends on the seed: on 2 of 5 the policy leaves the language, writing text the reward model
+            was never shown and scores well (seed 2: "the food .", no review at all, which R scores far above
+            pi_ref's reviews) while the grammar rejects it: reward hacking, the valid share at 0 and the hidden score at its
+            lowest mark, -5; on the other 3 it finds the rule's best review. With the penalty, all 5 found it.
+        Measured: -3.44 [-9.63, 2.75], not detected (2 of 5 seeds hacked: valid share 0)
     python grpo_rlhf_tiny.py
         Predict: no critic; each prompt answered G times, A = (R - mean) / std of its group. Better or worse?
-        Answer: the record says, on the same seeds: the group is the baseline V was.
-        Measured: benchmarks/README.md, "PPO on language", GRPO beside PPO
+        Answer: nearly as good on 4 of 5 seeds (3.5 to 3.9, PPO's 3.6 to 4.0); on seed 2 it drifts off the
+            language (valid share 0.43): its beta is fixed, and nothing steers its KL (3.5 to 15 nats) back to a
+            target as PPO's controller does.
+        Measured: -1.10 [-3.82, 1.62], not detected
 
 Differs from ppo_cartpole.py in:
     - the environment is text: a grammar of reviews (`make_env`), a response an episode, a token an action

@@ -2,8 +2,9 @@
 hacking), and grpo_rlhf_tiny.py, each on seeds 1-5, on this machine's CPU, one run at a time.
 
     python -m benchmarks.language              # the runs the record lacks, then the report and the figure
-    python -m benchmarks.language --report     # the report and the figure from the record alone
+    python -m benchmarks.language --report --plot benchmarks/results/language.png   # from the record alone
     python -m benchmarks.language --seeds 1 2  # only these seeds (the runs the record lacks)
+    python -m benchmarks.language --extra      # and grpo_rlhf_tiny.py's Try this (EXTRA), on seeds 1-3
 
 Each run is `python <script> --seed S [flags]` in a folder of its own; its wall time (pretraining, reward model, RL
 and the final evaluation together), the reward model's held-out accuracy and the final evaluation (256 sampled
@@ -38,6 +39,12 @@ SETTINGS = {
     "ppo-beta0": ("ppo_rlhf_tiny.py", ["--kl-coef", "0", "--no-adaptive-kl"]),
     "grpo": ("grpo_rlhf_tiny.py", []),
 }
+# The Try this of grpo_rlhf_tiny.py, on seeds 1-3 (`--extra`), each against GRPO's defaults on the same seeds
+EXTRA = {
+    "grpo-g2": ("grpo_rlhf_tiny.py", ["--group-size", "2"]),
+    "grpo-one-step": ("grpo_rlhf_tiny.py", ["--update-epochs", "1", "--minibatch-size", "64"]),
+}
+EXTRA_SEEDS = [1, 2, 3]
 CURVE_TAGS = {"objective/hidden_score": "hidden_score", "objective/scores": "reward_model_score",
               "objective/valid_share": "valid_share", "objective/kl": "kl", "objective/kl_coef": "kl_coef"}
 EVALUATION = ["hidden_score", "hidden_score_std", "valid_share", "reward_model_score", "kl", "ref_hidden_score",
@@ -48,7 +55,7 @@ KL_TARGET, KL_BAND = 3.0, 0.2  # ppo_rlhf_tiny.py's --kl-target, and the control
 
 def train(setting: str, seed: int) -> tuple[dict, list[dict]]:
     """One run: its row of runs.csv and its rows of curves.csv."""
-    script, flags = SETTINGS[setting]
+    script, flags = {**SETTINGS, **EXTRA}[setting]
     argv = ["--seed", str(seed), "--exp-name", setting, *flags]
     with tempfile.TemporaryDirectory() as folder:
         started = time.time()
@@ -128,10 +135,24 @@ def report(rows: list[dict]) -> str:
     for (pair, _, label), (m, lo, hi, p), rejected, adj in zip(family, results, reject, adjusted):
         verdict = "detected" if rejected else "not detected"
         lines.append(f"| {pair} | {label} | {fmt(m, lo, hi)} | {p:.2g} | {adj:.2g} | {verdict} |")
+    extra = [(name, sorted(s for s in seeds if (name, s) in by)) for name in EXTRA]
+    extra = [(name, s) for name, s in extra if len(s) >= 2]
+    if extra:
+        lines += ["", f"grpo_rlhf_tiny.py's Try this, against GRPO's defaults on the same seeds (paired; Holm over these "
+                  f"{len(extra)}), the final hidden score:", "",
+                  "| setting | seeds | hidden score | valid share | KL to pi_ref | minus GRPO's hidden score | Holm p | verdict |",
+                  "|---|---|---|---|---|---|---|---|"]
+        results = [paired([float(by[name, s]["hidden_score"]) for s in ss], [float(by["grpo", s]["hidden_score"]) for s in ss])
+                   for name, ss in extra]
+        reject, adjusted = holm([r[3] for r in results])
+        for (name, ss), (m, lo, hi, p), rejected, adj in zip(extra, results, reject, adjusted):
+            col = lambda k: ", ".join(f"{float(by[name, s][k]):.2f}" for s in ss)  # noqa: E731
+            lines.append(f"| {name} | {', '.join(map(str, ss))} | {col('hidden_score')} | {col('valid_share')} | "
+                         f"{col('kl')} | {fmt(m, lo, hi)} | {adj:.2g} | {'detected' if rejected else 'not detected'} |")
     return "\n".join(lines)
 
 
-def figure(curves: list[dict]) -> None:
+def figure(curves: list[dict], path: Path = FIGURE) -> None:
     """Reward hacking, shown: per update, R's score and the hidden score (left), the valid share and the KL
     (right), for PPO at its defaults and with beta = 0, and GRPO; each the mean of the seeds with its min-max band."""
     plt = plots.pyplot()
@@ -158,31 +179,34 @@ def figure(curves: list[dict]) -> None:
     fig.suptitle("ppo_rlhf_tiny.py and grpo_rlhf_tiny.py: each rollout's mean over its 64 sampled responses; the mean "
                  "of seeds 1-5 and their min-max band; on 2 CPU cores", fontsize=10)
     fig.tight_layout()
-    plots.save(fig, FIGURE)
+    plots.save(fig, path)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--report", action="store_true", help="report from the record alone, running nothing")
     parser.add_argument("--seeds", type=int, nargs="+", default=SEEDS)
+    parser.add_argument("--extra", action="store_true", help="also grpo_rlhf_tiny.py's Try this, on EXTRA_SEEDS")
+    parser.add_argument("--plot", type=Path, default=FIGURE, help="where the figure goes (a PNG)")
     options = parser.parse_args()
     runs_csv, curves_csv = RESULTS / "runs.csv", RESULTS / "curves.csv"
     rows = read_csv(runs_csv) if runs_csv.exists() else []
     curves = read_csv(curves_csv) if curves_csv.exists() else []
     if not options.report:
         done = {(r["setting"], int(r["seed"])) for r in rows}
-        for seed in options.seeds:
-            for setting in SETTINGS:
-                if (setting, seed) in done:
-                    continue
-                row, points = train(setting, seed)
-                rows.append(row)
-                curves += points
-                write_csv(runs_csv, rows, FIELDS)
-                write_csv(curves_csv, curves, ["setting", "seed", "step", *CURVE_TAGS.values()], floats="significant")
-                print(f"{setting} seed {seed}: {row['wall_s']} s, hidden score {row['hidden_score']:.2f}, "
-                      f"valid share {row['valid_share']:.2f}, KL {row['kl']:.2f}", flush=True)
-    figure(curves)
+        todo = [(setting, seed) for seed in options.seeds for setting in SETTINGS]
+        todo += [(setting, seed) for seed in EXTRA_SEEDS for setting in EXTRA] if options.extra else []
+        for setting, seed in todo:
+            if (setting, seed) in done:
+                continue
+            row, points = train(setting, seed)
+            rows.append(row)
+            curves += points
+            write_csv(runs_csv, rows, FIELDS)
+            write_csv(curves_csv, curves, ["setting", "seed", "step", *CURVE_TAGS.values()], floats="significant")
+            print(f"{setting} seed {seed}: {row['wall_s']} s, hidden score {row['hidden_score']:.2f}, "
+                  f"valid share {row['valid_share']:.2f}, KL {row['kl']:.2f}", flush=True)
+    figure(curves, options.plot)
     print(report(rows))
 
 

@@ -13,19 +13,31 @@
   autoreset mode and in SAME_STEP (the lessons' make_envs), with a 3-step env of this file;
 - atari.svg: one Breakout frame through ppo_breakout_atari.py's wrappers, MaxAndSkip, GrayscaleResize and
   FrameStack, from a seeded reset;
+- language.svg: a response of ppo_rlhf_tiny.py's pi_ref and one of its policy after a short run of the lesson's own
+  train(), each token's reward by per_token_rewards (the KL term on every token, the reward model's score on the
+  last), with the means over 256 sampled responses; and the GRPO example's table, by grpo_rlhf_tiny.group_advantages;
 - the loop's pseudocode in ppo-on-one-page.md: each line linked to the line of ppo_cartpole.py that does it,
   found by a needle as tools.details_map finds its lines, so a moved line moves its link.
 
 The SVGs keep their text as text (svg.fonttype none) and carry no date, so the same code and library versions draw
-the same bytes; tests/test_course.py redraws them all and compares.
+the same bytes; tests/test_course.py redraws them and compares (language.svg and the GRPO table:
+tests/test_language_course.py). language.svg comes out of a short training run, on one CPU thread with torch's
+deterministic algorithms: another processor's floating-point kernels may draw it with other bytes.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import copy
+import dataclasses
+import functools
 import io
+import random
 import re
+import signal
 import sys
+import tempfile
 from pathlib import Path
 
 import matplotlib
@@ -425,6 +437,149 @@ def atari_figure() -> bytes:
     return svg(fig)
 
 
+# --- from games to language: one response's per-token rewards -------------------------------------------------
+
+# The short run the figure trains: small enough for this command (with it, `time python -m course.figures` took 16 s
+# here, 10 s without), long enough for the policy to move away from pi_ref. The lesson's defaults are larger (its
+# Hyperparameters; the figure says both).
+LANGUAGE_RUN = {"pretrain_steps": 600, "reward_pairs": 2048, "reward_epochs": 2, "updates": 20, "seed": 1}
+LANGUAGE_SAMPLES, LANGUAGE_SAMPLE_SEED = 256, 0
+
+
+@contextlib.contextmanager
+def kept_process_state():
+    """The process as it was, after a lesson's train() has seeded its generators, switched on deterministic
+    algorithms and taken over Ctrl-C; and one CPU thread meanwhile, so that the numbers do not depend on how many
+    cores the machine has."""
+    states = (random.getstate(), np.random.get_state(), torch.get_rng_state())
+    deterministic, threads, sigint = torch.are_deterministic_algorithms_enabled(), torch.get_num_threads(), \
+        signal.getsignal(signal.SIGINT)
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        random.setstate(states[0]), np.random.set_state(states[1]), torch.set_rng_state(states[2])
+        torch.use_deterministic_algorithms(deterministic)
+        torch.set_num_threads(threads)
+        signal.signal(signal.SIGINT, sigint)
+
+
+@functools.lru_cache(maxsize=1)
+def language_run() -> dict:
+    """A short run of ppo_rlhf_tiny.train() itself (pretraining pi_ref, the reward model, then PPO's updates), in a
+    temporary folder, its output silenced: {"args", "reference", "agent", "reward_model", "beta"}, the models read
+    back from the run's checkpoint as the lesson's --play reads them."""
+    import ppo_rlhf_tiny as lesson
+
+    run = LANGUAGE_RUN
+    args = lesson.Args(pretrain_steps=run["pretrain_steps"], reward_pairs=run["reward_pairs"],
+                       reward_epochs=run["reward_epochs"], seed=run["seed"], checkpoint_every=0, eval_episodes=16)
+    args.total_timesteps = args.num_envs * args.num_steps * run["updates"]
+    lesson.check_args(args)
+    with kept_process_state():
+        with tempfile.TemporaryDirectory() as folder, contextlib.chdir(folder), \
+                contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            lesson.train(args, None)
+            (path,) = Path(folder).glob("runs/*/checkpoint.pt")
+            ckpt = lesson.load_checkpoint(str(path))
+        reference = lesson.Agent(args, lesson.ReviewTask().context)
+        lesson.restore_agent(reference, {"agent": ckpt["reference"]}, str(path))
+        agent, reward_model = copy.deepcopy(reference), lesson.RewardModel(reference)
+        lesson.restore_agent(agent, ckpt, str(path))
+        reward_model.load_state_dict(ckpt["reward_model"])
+    return {"args": args, "reference": reference.requires_grad_(False), "agent": agent.requires_grad_(False),
+            "reward_model": reward_model.requires_grad_(False), "beta": ckpt["kl_coef"]}
+
+
+def language_samples() -> dict[str, dict]:
+    """For pi_ref (before PPO) and the run's policy (after): LANGUAGE_SAMPLES responses to the same prompts, sampled
+    (seed LANGUAGE_SAMPLE_SEED), by the lesson's collect_rollout, and each token's reward by its per_token_rewards
+    with the run's last beta. {"before" | "after": {"rollout", "rewards", "hidden", "kl"}}, kl per response."""
+    import ppo_rlhf_tiny as lesson
+
+    found = language_run()
+    args = dataclasses.replace(found["args"], num_envs=LANGUAGE_SAMPLES)
+    out = {}
+    for name, policy in (("before", found["reference"]), ("after", found["agent"])):
+        with kept_process_state():
+            np.random.seed(LANGUAGE_SAMPLE_SEED)  # the prompts: the same for both
+            torch.manual_seed(LANGUAGE_SAMPLE_SEED)  # the sampling
+            task = lesson.ReviewTask()
+            rollout = lesson.collect_rollout(task, policy, found["reference"], found["reward_model"], args)
+        rewards = lesson.per_token_rewards(rollout.scores, rollout.logprobs, rollout.ref_logprobs, rollout.mask,
+                                           found["beta"])
+        texts = torch.cat([rollout.prompts, rollout.responses], dim=1).tolist()
+        out[name] = {"rollout": rollout, "rewards": rewards, "hidden": np.array([task.hidden_score(t) for t in texts]),
+                     "kl": (rollout.logprobs - rollout.ref_logprobs).sum(1)}
+    return out
+
+
+def language_figure() -> bytes:
+    import ppo_rlhf_tiny as lesson
+
+    found, samples = language_run(), language_samples()
+    defaults = lesson.Hyperparameters()
+    fig, axes = plt.subplots(2, 1, figsize=(7.2, 4.6), layout="constrained", sharey=True)
+    titles = {"before": "$\\pi_{ref}$, the pretrained model (PPO starts here: $\\pi = \\pi_{ref}$)",
+              "after": f"$\\pi$ after {LANGUAGE_RUN['updates']} PPO updates"}
+    for ax, (name, sample) in zip(axes, samples.items()):
+        rollout, k = sample["rollout"], 0  # the first of the responses
+        length = int(rollout.mask[k].sum().item())
+        words = [lesson.VOCAB[t] for t in rollout.responses[k, :length].tolist()]
+        prompt = lesson.ReviewTask().decode(rollout.prompts[k].tolist())
+        # (rounded: the last bits of float32 arithmetic would otherwise move a bar by a millionth and change the file)
+        kl_term = np.round((-found["beta"] * (rollout.logprobs[k] - rollout.ref_logprobs[k]))[:length].numpy()
+                           .astype(np.float64), 4) + 0.0  # (+ 0.0: no "-0.00")
+        score = round(float(rollout.scores[k]), 4)
+        steps = np.arange(length)
+        ax.bar(steps, kl_term, 0.6, color=BLUE, label="$-\\beta(\\log \\pi - \\log \\pi_{ref})$, every token")
+        ax.bar([length - 1], [score], 0.6, bottom=[kl_term[-1]], color=ORANGE,
+               label="$R$, the reward model's score, on the last token")
+        ax.axhline(0, color="black", linewidth=0.6)
+        ax.text(length - 1 + 0.35, kl_term[-1] + score, f"R = {score:+.2f}", va="center", fontsize=7, color=ORANGE)
+        ax.set_xticks(steps, [f"$a_{{{t}}}$ = {w}\n{kl_term[t]:+.2f}" for t, w in enumerate(words)], fontsize=7)
+        for label in ax.get_xticklabels():
+            label.set_color(BLUE)
+        ax.set_xlim(-0.6, max(length, 6) - 0.4)
+        ax.set_ylabel("$r_t$")
+        hidden, kl = sample["hidden"], sample["kl"]
+        shown = f"\"{prompt} | {' '.join(words)}\", return {float(sample['rewards'][k].sum()):+.2f}"
+        ax.set_title(f"{titles[name]}: {shown}, hidden rule {hidden[k]:+g}\n"
+                     f"over its {len(hidden)} responses: hidden score {hidden.mean():+.2f}, "
+                     f"grammatical {(hidden != lesson.INVALID).mean():.0%}, R {rollout.scores.mean().item():+.2f}, "
+                     f"KL to $\\pi_{{ref}}$ {kl.mean().item():.2f} nats a response", fontsize=7, loc="left")
+    axes[0].legend(frameon=False, fontsize=7, loc="upper right")
+    run = LANGUAGE_RUN
+    fig.suptitle(f"Each token's reward, by ppo_rlhf_tiny.py's per_token_rewards ($\\beta$ = {found['beta']:.3f}, the "
+                 f"run's last), for the first of {LANGUAGE_SAMPLES} responses sampled to the same prompts "
+                 f"(seed {LANGUAGE_SAMPLE_SEED})\n"
+                 f"a short run of the lesson's train() on one CPU thread, seed {run['seed']}: "
+                 f"{run['pretrain_steps']} pretraining steps, {run['reward_pairs']} preference pairs, "
+                 f"{run['updates']} updates (its defaults: {defaults.pretrain_steps}, {defaults.reward_pairs}, "
+                 f"{defaults.total_timesteps // (defaults.num_envs * defaults.num_steps)})", fontsize=7)
+    return svg(fig)
+
+
+# GRPO's worked example: four responses to one prompt and the reward model's scores of them (chosen by hand)
+GRPO_SCORES = [1.5, 0.5, 0.5, -0.5]
+
+
+def grpo_table() -> str:
+    """The GRPO example as a Markdown table: each response's score, its distance to the group's mean, and its
+    advantage by grpo_rlhf_tiny.group_advantages (the group's std unbiased, plus 1e-4)."""
+    import grpo_rlhf_tiny
+
+    scores = torch.tensor(GRPO_SCORES)
+    advantages = grpo_rlhf_tiny.group_advantages(scores, len(GRPO_SCORES))
+    mean, std = scores.mean().item(), scores.std().item()
+    rows = ["| response $i$ | $R_i$ | $R_i - \\text{mean}$ | $\\hat{A}_i$, on each of its tokens |",
+            "|---|---|---|---|"]
+    rows += [f"| {i + 1} | {r:+g} | {f'{r - mean:+g}' if r != mean else '0'} | {f'{a:+.3f}' if a else '0'} |"
+             for i, (r, a) in enumerate(zip(GRPO_SCORES, advantages.tolist()))]
+    rows.append(f"| the group | mean {mean:g} | std {std:.3f} | |")
+    return "\n".join(rows)
+
+
 # --- the loop's pseudocode, linked to ppo_cartpole.py ------------------------------------------------------------
 
 # Each line: the text, then the needle that finds its line in ppo_cartpole.py (the first line holding it).
@@ -465,7 +620,8 @@ def pseudocode_block(root: Path = ROOT) -> str:
 
 def figures() -> dict[str, bytes]:
     return {"clip.svg": clip_figure(), "gae.svg": gae_figure(), "loop.svg": loop_figure(),
-            "networks.svg": network_figure(), "autoreset.svg": autoreset_figure(), "atari.svg": atari_figure()}
+            "networks.svg": network_figure(), "autoreset.svg": autoreset_figure(), "atari.svg": atari_figure(),
+            "language.svg": language_figure()}
 
 
 def between(text: str, name: str, body: str, where: str = LESSON0.name) -> str:
@@ -478,7 +634,8 @@ def between(text: str, name: str, body: str, where: str = LESSON0.name) -> str:
 
 def lesson0(text: str) -> str:
     """ppo-on-one-page.md with its generated blocks as the code gives them today."""
-    return between(between(text, "gae-example", gae_table()), "loop", pseudocode_block())
+    text = between(between(text, "gae-example", gae_table()), "loop", pseudocode_block())
+    return between(text, "grpo-example", grpo_table())
 
 
 def shown(path: Path) -> str:

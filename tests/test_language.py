@@ -29,7 +29,8 @@ def tokens(text: str) -> list[int]:
     ("the staff was not very awful .", 4.0), ("the movie is fine .", 0.5),
     ("the food was great but the service was bad .", -1.0),  # after "but", only the second clause counts
     ("the food was bad but the room is very good .", 2.0),
-    ("the room not great .", ppo.INVALID),  # no verb: what the policy writes when nothing holds it to the language
+    ("the food .", ppo.INVALID),  # no review at all: what seed 2 writes with beta 0 (benchmarks/README.md)
+    ("the room not great .", ppo.INVALID),
     ("the food was great", ppo.INVALID), ("the food was great . .", ppo.INVALID),
     ("the food was very not good .", ppo.INVALID), ("the food was great but .", ppo.INVALID),
     ("the food was good but the room was bad but the staff is fine .", ppo.INVALID),
@@ -300,11 +301,17 @@ def test_the_reader_calls_the_recorded_beta_0_runs_reward_hacking_and_the_health
     assert count >= 3
     for seed, medians in recorded_medians("ppo").items():
         assert diagnose.language_findings(medians, limits) == [], seed
+    # With beta = 0 some seeds hack the reward model and some do not (benchmarks/README.md, "PPO on language"): the
+    # reader calls it where the run's final evaluation found most responses ungrammatical, and only there.
+    from benchmarks.core.records import read_csv
+
+    final = {int(r["seed"]): float(r["valid_share"]) for r in read_csv(diagnose.RESULTS / "language" / "runs.csv")
+             if r["setting"] == "ppo-beta0"}
     hacked = recorded_medians("ppo-beta0")
-    assert hacked
+    assert hacked and any(final[seed] < 0.5 for seed in hacked)
     for seed, medians in hacked.items():
         found = diagnose.language_findings(medians, limits)
-        assert any("reward hacking" in line for line in found) and any("valid share" in line for line in found), seed
+        assert any("reward hacking" in line for line in found) == (final[seed] < 0.5), (seed, found)
 
 
 def test_reward_hacking_needs_both_halves():

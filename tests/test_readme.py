@@ -10,9 +10,9 @@ import pytest
 from tools.diff_matrix import marked
 from conftest import ROOT
 
-# The issue's bound is 250 lines. README's own room is tighter (a 15-line MuJoCo section is to come), but the
-# test holds the bound that the issue sets.
-MAX_README_LINES = 250
+# The bound an earlier issue set was 250 lines, for five lessons; the two language lessons (issue 66) bring their
+# rows, their two pairs' lists (which the site's diff pages read from here) and their results line: 270.
+MAX_README_LINES = 270
 DOCS = ["README.md", "benchmarks/README.md", "CONTRIBUTING.md", "course/ppo-on-one-page.md",
         "course/when-ppo-does-not-learn.md"]
 
