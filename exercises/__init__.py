@@ -826,6 +826,125 @@ STACK_CASES = [
 ]
 
 
+# --- RLHF's per-token reward -----------------------------------------------------------------------------------------
+
+def _f32(x) -> torch.Tensor:
+    return torch.tensor(x, dtype=torch.float32)
+
+
+def _kl_reward_case(scores, logprobs, ref_logprobs, mask, beta, expected):
+    """Check the [N, T] rewards of the responses given, as the rollout holds them (float32 tensors)."""
+    def run(fn):
+        got = fn(_f32(scores), _f32(logprobs), _f32(ref_logprobs), _f32(mask), beta)
+        if not isinstance(got, torch.Tensor):
+            raise Failed(f"expected a torch tensor [N, T], got {type(got).__name__}")
+        close(got, expected, "the rewards [N, T]: ")
+    return run
+
+
+def _kl_reward_random(fn):
+    """30 random batches, 1 to 5 responses of 1 to T tokens each (T from 1 to 8), log-probabilities on the padding
+    too, against the lesson's per_token_rewards."""
+    reference = EXERCISES["kl_reward"].reference()
+    rng = np.random.default_rng(7)
+    for k in range(30):
+        n, t = int(rng.integers(1, 6)), int(rng.integers(1, 9))
+        lengths = rng.integers(1, t + 1, size=n)
+        mask = (np.arange(t)[None, :] < lengths[:, None]).astype(np.float32)
+        args = [rng.normal(size=n), -rng.uniform(0.05, 3, (n, t)), -rng.uniform(0.05, 3, (n, t)), mask]
+        beta = float(rng.uniform(0, 0.5))
+        got = fn(*(_f32(x) for x in args), beta)
+        expected = reference(*(_f32(x) for x in args), beta)
+        where = f"random batch {k + 1} of 30 (N = {n}, T = {t}, response lengths {lengths.tolist()}): "
+        if not isinstance(got, torch.Tensor):
+            raise Failed(f"{where}expected a torch tensor [N, T], got {type(got).__name__}")
+        close(got, expected.numpy(), where)
+
+
+KL_REWARD_CASES = [
+    Case("beta = 0, one response that never wrote \".\": it fills all T = 4 slots, its score (-1) on the last",
+         "R judges the whole response once: its score is paid on the last token alone, and with beta = 0 every "
+         "other token's reward is 0",
+         _kl_reward_case([-1.0], [[-0.5, -1.0, -0.2, -0.7]], [[-1.0, -0.8, -0.2, -2.0]], [[1, 1, 1, 1]], 0.0,
+                         [[0, 0, 0, -1.0]])),
+    Case("beta = 0, a response of two tokens, then padding: the score on its last real token",
+         "a response ends at its last token with mask 1; the slots after it are padding, no part of the response",
+         _kl_reward_case([2.0], [[-0.5, -1.0, 0, 0]], [[-1.0, -0.8, 0, 0]], [[1, 1, 0, 0]], 0.0, [[0, 2.0, 0, 0]])),
+    Case("a 3-token response, then padding (beta = 0.1): each token pays its KL penalty",
+         "r_t = -beta (log pi_old - log pi_ref): a token pi_old makes likelier than pi_ref does pays, one it makes "
+         "less likely earns; swapping log pi_old and log pi_ref flips that sign",
+         _kl_reward_case([2.0], [[-0.5, -1.0, -0.2, 0]], [[-1.0, -0.8, -0.2, 0]], [[1, 1, 1, 0]], 0.1,
+                         [[-0.1 * 0.5, -0.1 * -0.2, 2.0, 0]])),
+    Case("log-probabilities on the padding that are not 0 (beta = 0.1): the model's, after the response's end",
+         "the padding holds no actions: mask 0 means r_t = 0 there, whatever log pi_old and log pi_ref hold",
+         _kl_reward_case([1.0], [[-0.3, -0.6, -1.5, -0.1]], [[-0.5, -0.6, -0.2, -2.3]], [[1, 1, 0, 0]], 0.1,
+                         [[-0.1 * 0.2, 1.0, 0, 0]])),
+    Case("a response of one token (beta = 0.5): it pays its KL penalty and gets the score",
+         "on the last token the score is added to that token's KL penalty, not put in its place: the last token "
+         "was sampled from pi_old as every other one was",
+         _kl_reward_case([3.0], [[-0.2, 0, 0]], [[-1.2, 0, 0]], [[1, 0, 0]], 0.5, [[3.0 - 0.5 * 1.0, 0, 0]])),
+    Case("two responses of different lengths in one batch (beta = 0.5)",
+         "each row is its own response: its own last token, its own score",
+         _kl_reward_case([1.5, -2.0], [[-1.0, -0.5, -0.4, 0], [-0.3, -0.9, 0, 0]],
+                         [[-0.8, -0.5, -0.6, 0], [-0.7, -0.4, 0, 0]], [[1, 1, 1, 0], [1, 1, 0, 0]], 0.5,
+                         [[-0.5 * -0.2, 0, -0.5 * 0.2 + 1.5, 0], [-0.5 * 0.4, -0.5 * -0.5 - 2.0, 0, 0]])),
+    Case("random batches against the lesson's per_token_rewards",
+         "every case above at once: responses of any length, padding of any content, any beta", _kl_reward_random),
+]
+
+
+# --- GRPO's group advantage ------------------------------------------------------------------------------------------
+
+def _group_case(scores, group_size, expected):
+    def run(fn):
+        got = fn(_f32(scores), group_size)
+        if not isinstance(got, torch.Tensor):
+            raise Failed(f"expected a torch tensor [N], got {type(got).__name__}")
+        close(got, expected, "the advantages [N]: ")
+    return run
+
+
+def _group_random(fn):
+    """30 random batches, groups of 2 to 6, 1 to 5 of them, some groups of equal scores, against the lesson's."""
+    reference = EXERCISES["group_advantage"].reference()
+    rng = np.random.default_rng(8)
+    for k in range(30):
+        size, groups = int(rng.integers(2, 7)), int(rng.integers(1, 6))
+        scores = rng.normal(size=(groups, size)) * rng.uniform(0.1, 5)
+        scores[rng.random(groups) < 0.2] = float(rng.normal())  # a group whose answers all scored the same
+        scores = _f32(scores.reshape(-1))
+        got, expected = fn(scores.clone(), size), reference(scores.clone(), size)
+        where = f"random batch {k + 1} of 30 (G = {size}, {groups} groups): "
+        if not isinstance(got, torch.Tensor):
+            raise Failed(f"{where}expected a torch tensor [N], got {type(got).__name__}")
+        close(got, expected.numpy(), where)
+
+
+SQRT2 = float(np.sqrt(2))
+GROUP_CASES = [
+    Case("one group of two, scores 10 and 30 (G = 2): each against the other",
+         "A_i counts R_i's distance from its group's mean in the group's standard deviations: divide by the std, the "
+         "unbiased one (its squares summed over G - 1, not G)",
+         _group_case([10.0, 30.0], 2, [-10 / (10 * SQRT2 + 1e-4), 10 / (10 * SQRT2 + 1e-4)])),
+    Case("a group of equal scores (G = 3): A = 0",
+         "no answer beat its siblings, so A = 0; their std is 0, and the 1e-4 added to it keeps 0 / 0 from happening",
+         _group_case([0.5, 0.5, 0.5], 3, [0.0, 0.0, 0.0])),
+    Case("two prompts, two answers each (G = 2), the second prompt's scored higher: each against its own group",
+         "an answer's baseline is the mean of the answers to its own prompt, not the whole batch's mean; the groups "
+         "are consecutive, scores[0:G], scores[G:2G], ..., as the rollout answers each prompt G times in a row",
+         _group_case([1.0, 3.0, 10.0, 14.0], 2, [-1 / (SQRT2 + 1e-4), 1 / (SQRT2 + 1e-4),
+                                                  -2 / (2 * SQRT2 + 1e-4), 2 / (2 * SQRT2 + 1e-4)])),
+    Case("group size 3: two prompts, three answers each",
+         "G is the size of each group, the answers to one prompt: N / G groups of G consecutive scores, each with "
+         "its own mean and std",
+         _group_case([0.0, 3.0, 6.0, 2.0, 2.0, 5.0], 3,
+                     [-3 / (3 + 1e-4), 0.0, 3 / (3 + 1e-4), -1 / (np.sqrt(3) + 1e-4), -1 / (np.sqrt(3) + 1e-4),
+                      2 / (np.sqrt(3) + 1e-4)])),
+    Case("random batches against the lesson's group_advantages",
+         "every case above at once: any G, any number of groups, some of equal scores", _group_random),
+]
+
+
 EXERCISES = {e.name: e for e in [
     Exercise("reinforce", "reinforce_loss", "course/ppo-on-one-page.md", "REINFORCE: the policy gradient with the "
              "reward-to-go, before PPO", (
@@ -917,10 +1036,44 @@ EXERCISES = {e.name: e for e in [
                  "The stack is in time order on a new first axis, [k, 84, 84], the oldest first: the network's "
                  "first convolution reads the k frames as its input channels.",
                  "A reset refills the stack: a new episode must not begin beside the last episode's frames.")),
+    Exercise("kl_reward", "per_token_rewards", "ppo_rlhf_tiny.py", "RLHF's per-token reward: the reward model's "
+             "score on the last token, the KL penalty to pi_ref on every token", (
+                 "R judges the whole response once: its score is added on the response's last real token only. Added "
+                 "to every token, a response of k tokens is paid k times its score: its length, not only its text, "
+                 "would set what R's judgement is worth.",
+                 "The last real token is not the last slot: a response that wrote \".\" before T tokens is padded "
+                 "after it, and a score in the last slot lands on padding, no action of the response; the lesson's "
+                 "later steps mask the padding away, so that response would go unscored.",
+                 "The sign: r_t = -beta (log pi_old - log pi_ref) charges for every token pi_old makes likelier than "
+                 "pi_ref does. Flipped, the penalty is a bonus: pi is paid for moving away from pi_ref. Swapping "
+                 "log pi_old and log pi_ref is the same mistake, -beta (log pi_ref - log pi_old) being the sign "
+                 "flipped, and the same case catches both.",
+                 "The padding after a response's end holds no actions: r_t = 0 there (mask 0), whatever "
+                 "log-probabilities the model gives those slots.",
+                 "On the last token the score is added to that token's KL penalty, not put in its place: the last "
+                 "token was sampled from pi_old as every other one was.",
+                 "Each row is its own response, with its own length and its own score.")),
+    Exercise("group_advantage", "group_advantages", "grpo_rlhf_tiny.py", "GRPO's advantage: each answer against "
+             "the other answers to its prompt, with no critic", (
+                 "The baseline is the mean of the answers to the same prompt, the group's. The whole batch's mean "
+                 "compares answers to different prompts, and credits an answer for its prompt rather than for "
+                 "itself.",
+                 "The groups are consecutive: the rollout answers each prompt G times in a row "
+                 "(repeat_interleave), so scores[0:G] answer one prompt. Strided groups, every (N/G)-th score, mix "
+                 "answers to different prompts.",
+                 "Dividing by the group's std puts every group on one scale: a group whose scores spread over 10 "
+                 "and one whose scores spread over 0.1 give advantages of the same size. Without it, the groups "
+                 "with the widest spread weigh the most in the update.",
+                 "The std is the unbiased one, its squares summed over G - 1 (torch.std's default). The biased one, "
+                 "over G, is smaller: with G = 2 it makes every A about +-1 where the unbiased std gives about "
+                 "+-0.71 (for gaps well above 1e-4).",
+                 "A group whose scores are all equal has std 0 and A = 0: it teaches nothing, and the 1e-4 keeps "
+                 "0 / 0 from happening.")),
 ]}
 CASES = {"reinforce": REINFORCE_CASES, "gae": GAE_CASES, "clip": CLIP_CASES, "loss": LOSS_CASES,
          "value_clip": VALUE_CASES, "rollout": ROLLOUT_CASES, "gaussian": GAUSSIAN_CASES, "kl_beta": BETA_CASES,
-         "max_and_skip": SKIP_CASES, "frame_stack": STACK_CASES}
+         "max_and_skip": SKIP_CASES, "frame_stack": STACK_CASES, "kl_reward": KL_REWARD_CASES,
+         "group_advantage": GROUP_CASES}
 # The lesson's code, where it is not a function of that name; REINFORCE, which no lesson holds: its own file's.
 REFERENCES = {"gaussian": _pendulum_gaussian, "loss": _cartpole_loss,
               "reinforce": "exercises.reinforce_cartpole:reinforce_loss"}

@@ -11,6 +11,13 @@ the recipe of a committed benchmark, seed 1, and ends by placing your learning c
   less where they started, the mean of their first 20 episodes), a margin for another processor's rounding;
 - not learning: your final return made less than a quarter of that gain;
 - slower: anything between.
+
+The language lessons (ppo_rlhf_tiny.py, grpo_rlhf_tiny.py) are placed by another curve: each rollout's hidden score
+(objective/hidden_score: the mean over its 64 responses of the "human's" rule, which the policy is never shown; it
+is shown R, learned from that rule's preferences), against the record of python -m benchmarks.language
+(benchmarks/results/language/curves.csv, one row per rollout), the final value and the start each the mean of 3
+rollouts (192 responses). Not by the return: PPO's, R - beta KL, is summed from the learner's own per-token rewards,
+so a wrong function would move the very measure it is judged by.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from typing import Callable
 import torch
 
 from benchmarks.core import launch
-from benchmarks.core.records import curves_path, load_points, read_rows
+from benchmarks.core.records import curves_path, load_points, read_csv, read_rows
 from benchmarks.core.runs import read_scalars
 
 RESULTS = launch.ROOT / "benchmarks" / "results"
@@ -32,6 +39,7 @@ BINS = 20  # a curve's bins over the run's steps
 WINDOW = 20  # episodes in the final return (and the start)
 MARGIN = 0.05  # of the lessons' gain, below their lowest score, still within the band
 LEARNING = 0.25  # of the lessons' gain, the least a final return must make to be learning at all
+LANGUAGE_WINDOW = 3  # rollouts in a language lesson's final hidden score (and its start): 3 x 64 responses
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,11 @@ class Training:
     flags: tuple[str, ...]  # its flags beyond the defaults: the committed runs' own
     record: str  # the benchmark of that recipe, benchmarks/results/<record>.csv, and its -curves.csv
     wait: str  # how long it takes on 2 CPU cores (benchmarks/test_exercises_train.py, 2026-12-06)
+    setting: str | None = None  # a language lesson's: its setting in the record (benchmarks/language.py's SETTINGS)
+    tag: str = "charts/episodic_return"  # the curve placed: each episode's return (a language lesson: each rollout's
+    # hidden score)
+    window: int = WINDOW  # points in the final value and the start
+    what: str = "return"  # the curve's name, in the verdict
 
 
 CARTPOLE = Training("ppo_cartpole.py", (), "ppo_cartpole", "about 20 seconds")
@@ -58,9 +71,14 @@ TRAININGS = {
     "gaussian": PENDULUM_CLIP,
     "kl_beta": Training("ppo_pendulum_continuous.py", ("--objective", "kl", "--clip-vloss"),
                         "ppo_pendulum_continuous-kl", "about 50 seconds"),
+    "kl_reward": Training("ppo_rlhf_tiny.py", (), "language/curves", "about a minute", "ppo",
+                          "objective/hidden_score", LANGUAGE_WINDOW, "hidden score"),
+    "group_advantage": Training("grpo_rlhf_tiny.py", (), "language/curves", "about a minute", "grpo",
+                                "objective/hidden_score", LANGUAGE_WINDOW, "hidden score"),
 }
 ATTRIBUTES = {"gae": "compute_gae", "clip": "clipped_surrogate_loss", "value_clip": "clipped_value_loss",
-              "rollout": "collect_rollout", "kl_beta": "adapt_kl_beta"}
+              "rollout": "collect_rollout", "kl_beta": "adapt_kl_beta", "kl_reward": "per_token_rewards",
+              "group_advantage": "group_advantages"}
 # The wrappers' lesson learns in hours: its shortest committed run, 500,000 steps on 2 CPU cores, took 14 minutes
 # to a return of 13.5 (benchmarks/results/ppo_breakout_atari-bf16.csv). Their check's last case runs them against
 # the lesson's on random frames instead.
@@ -137,8 +155,11 @@ class Band:
         return statistics.fmean(self.finals) - self.start
 
 
-def band(record: str) -> Band:
-    """The committed runs of a recipe: benchmarks/results/<record>.csv's rows and their curves."""
+def band(record: str, setting: str | None = None, window: int = WINDOW) -> Band:
+    """The committed runs of a recipe: benchmarks/results/<record>.csv's rows and their curves. With `setting`, a
+    language lesson's: the hidden score of each rollout of that setting's seeds in the record's curves.csv."""
+    if setting is not None:
+        return language_band(record, setting, window)
     csv = RESULTS / f"{record}.csv"
     rows = read_rows(csv)
     points = [p for p in load_points(curves_path(csv)) if p["kind"] == "training"]
@@ -152,13 +173,31 @@ def band(record: str) -> Band:
     return Band(scores, finals, statistics.fmean(firsts), total_steps)
 
 
-def verdict(score: float, final: float, lessons: Band) -> str:
-    """Where a curve (its score and final return) lies against the lessons' band: within it, slower, or not
-    learning, with the numbers that decided."""
+def language_band(record: str, setting: str, window: int) -> Band:
+    """A language lesson's runs in benchmarks/results/<record>.csv (python -m benchmarks.language's curves.csv: one
+    row per rollout, its hidden score): the seeds of `setting`, each rollout a point at its step."""
+    rows = read_csv(RESULTS / f"{record}.csv", {"seed": int, "step": int, "hidden_score": float}, "record")
+    rows = [row for row in rows if row["setting"] == setting]
+    if not rows:
+        raise ValueError(f"benchmarks/results/{record}.csv holds no runs of {setting}")
+    total_steps = max(row["step"] for row in rows)
+    scores, finals, firsts = [], [], []
+    for seed in sorted({row["seed"] for row in rows}):
+        points = sorted((row["step"], row["hidden_score"]) for row in rows if row["seed"] == seed)
+        scores.append(curve_score(points, total_steps))
+        finals.append(statistics.fmean(v for _, v in points[-window:]))
+        firsts += [v for _, v in points[:window]]
+    return Band(scores, finals, statistics.fmean(firsts), total_steps)
+
+
+def verdict(score: float, final: float, lessons: Band, what: str = "return") -> str:
+    """Where a curve (its score and final return, or the `what` it plots) lies against the lessons' band: within it,
+    slower, or not learning, with the numbers that decided."""
     low, high = min(lessons.scores), max(lessons.scores)
     said = (f"your curve's score {score:.1f}, the lesson's {low:.1f} to {high:.1f} (mean "
-            f"{statistics.fmean(lessons.scores):.1f}) over its {len(lessons.scores)} seeds; your final return {final:.1f}, theirs {min(lessons.finals):.1f} to {max(lessons.finals):.1f}, "
-            f"from {lessons.start:.1f} at the start")
+            f"{statistics.fmean(lessons.scores):.1f}) over its {len(lessons.scores)} seeds; your final {what} "
+            f"{final:.1f}, theirs {min(lessons.finals):.1f} to {max(lessons.finals):.1f}, from {lessons.start:.1f} at "
+            "the start")
     if final < lessons.start + LEARNING * lessons.gain:
         return (f"not learning: {said}. Your function passes its cases, so look at what differs on real data: "
                 "shapes (a [T] where the lesson has [T, envs]), dtypes, a tensor detached or not")
@@ -196,13 +235,15 @@ def train(name: str, fn: Callable | None, more: tuple[str, ...] = (), lessons: B
     if code != 0:
         return [f"{training.lesson} stopped with exit code {code}"]
     (run_dir,) = Path("runs").glob(f"*__{exp_name}__1__*")
-    events = read_scalars(run_dir)[0].get("charts/episodic_return", [])
+    events = read_scalars(run_dir)[0].get(training.tag, [])
     if not events:
-        return [f"{run_dir}: no episode ended, nothing to compare"]
+        nothing = ("no episode ended" if training.tag == "charts/episodic_return"
+                   else f"nothing logged to {training.tag}")
+        return [f"{run_dir}: {nothing}, nothing to compare"]
     episodes = [(event.step, event.value) for event in events]
-    lessons = lessons or band(training.record)
+    lessons = lessons or band(training.record, training.setting, training.window)
     score = curve_score(episodes, lessons.total_steps)
-    final = statistics.fmean(v for _, v in episodes[-WINDOW:])
+    final = statistics.fmean(v for _, v in episodes[-training.window:])
     return [f"your run: {run_dir} (its curves: tensorboard --logdir {run_dir})",
             f"the lesson's runs: benchmarks/results/{training.record}.csv",
-            verdict(score, final, lessons)]
+            verdict(score, final, lessons, training.what)]

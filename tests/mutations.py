@@ -216,6 +216,11 @@ MUTATIONS = [
              [("last = sums[k] / counts[k] if counts[k] else last",
                "last = sums[k] / counts[k] if counts[k] else 0.0")],
              ["tests/test_exercises.py::test_a_curves_score_by_hand"], files="exercises/train.py"),
+    Mutation("exercise-language-band-every-setting", "exercises train: a language lesson's band read from every "
+             "setting of the record (PPO's placed among GRPO's runs and those with no KL penalty too)",
+             [('rows = [row for row in rows if row["setting"] == setting]', "rows = list(rows)")],
+             ["tests/test_exercises.py::test_a_language_band_is_the_records_hidden_scores_by_hand"],
+             files="exercises/train.py"),
     Mutation("bug-planted-wherever", "exercises bug: a bug planted though its text is not in the lesson (a silent "
              "no-op: the lesson trains unchanged)",
              [("if source.count(bug.old) != 1:", "if source.count(bug.old) > 1:")],

@@ -226,6 +226,51 @@ def frame_stack(start="repeat", newest="last", axis=0, refill=True, k=None):
     return Wrong
 
 
+def kl_reward(last="real", sign=-1.0, swapped=False, mask_kl=True, every_token=False, replace=False,
+              rows="own"):
+    """per_token_rewards with one typical mistake: the score on the last slot, the KL's sign flipped, log pi_old and
+    log pi_ref swapped, the padding penalized, the score added to every token, the score put in place of the last
+    token's penalty, the score indexed by column (each row gets every response's score at that response's end)."""
+    def fn(scores, logprobs, ref_logprobs, mask, beta):
+        gap = ref_logprobs - logprobs if swapped else logprobs - ref_logprobs
+        rewards = sign * beta * gap * (mask if mask_kl else 1.0)
+        ends = mask.sum(1).long() - 1 if last == "real" else torch.full_like(scores, mask.shape[1] - 1).long()
+        if every_token:
+            return rewards + scores[:, None]
+        if rows == "columns":  # rewards[:, ends] += scores: row i gets scores[j] at ends[j], for every j
+            rewards[:, ends] += scores
+        elif rows == "first":  # the first response's length for all
+            rewards[:, int(ends[0])] += scores
+        elif replace:
+            rewards[torch.arange(len(scores)), ends] = scores
+        else:
+            rewards[torch.arange(len(scores)), ends] += scores
+        return rewards
+    return fn
+
+
+def group_advantage(mean="group", std="unbiased", eps=1e-4, groups="consecutive"):
+    """group_advantages with one typical mistake: the whole batch's mean (and std), the biased std, no std division,
+    no 1e-4, strided groups (i::N/G)."""
+    def fn(scores, group_size):
+        n = len(scores)
+        if groups == "strided":  # group i: scores[i::n // group_size]
+            grouped = scores.view(group_size, n // group_size).T
+        else:
+            grouped = scores.view(-1, group_size)
+        if mean == "batch":
+            centre, spread = scores.mean(), scores.std()
+        elif mean == "batch mean":
+            centre, spread = scores.mean(), grouped.std(1, keepdim=True)
+        else:
+            centre = grouped.mean(1, keepdim=True)
+            spread = grouped.std(1, keepdim=True, correction=1 if std == "unbiased" else 0)
+        centred = grouped - centre
+        advantages = centred if std == "none" else centred / (spread + eps)
+        return advantages.T.reshape(-1) if groups == "strided" else advantages.reshape(-1)
+    return fn
+
+
 WRONG = [
     ("reinforce", reinforce(sign=1.0), "a batch of one", "-mean(log pi(a_t|s_t) G_t)"),
     ("reinforce", reinforce(log=False), "a batch of one", "log pi as given, not pi"),
@@ -282,6 +327,21 @@ WRONG = [
     ("frame_stack", frame_stack(k=4), "k = 2", "the k the wrapper was made with"),
     ("kl_beta", kl_beta(low=1.0, high=1.0), "a little above the target", "a band around the target"),
     ("kl_beta", kl_beta(swapped=True), "far below the target", "beta <- beta / 2"),
+    ("kl_reward", kl_reward(every_token=True), "never wrote", "paid on the last token alone"),
+    ("kl_reward", kl_reward(last="slot"), "the score on its last real token", "the slots after it are padding"),
+    ("kl_reward", kl_reward(sign=1.0), "each token pays its KL penalty", "-beta (log pi_old - log pi_ref)"),
+    ("kl_reward", kl_reward(swapped=True), "each token pays its KL penalty", "swapping log pi_old and log pi_ref"),
+    ("kl_reward", kl_reward(mask_kl=False), "log-probabilities on the padding", "mask 0 means r_t = 0 there"),
+    ("kl_reward", kl_reward(replace=True), "a response of one token", "not put in its place"),
+    ("kl_reward", kl_reward(rows="columns"), "two responses of different lengths", "its own last token"),
+    ("kl_reward", kl_reward(rows="first"), "two responses of different lengths", "its own last token"),
+    ("group_advantage", group_advantage(mean="batch"), "each against its own group", "not the whole batch's mean"),
+    ("group_advantage", group_advantage(mean="batch mean"), "each against its own group",
+     "not the whole batch's mean"),
+    ("group_advantage", group_advantage(std="biased"), "one group of two", "over G - 1, not G"),
+    ("group_advantage", group_advantage(std="none"), "one group of two", "divide by the std"),
+    ("group_advantage", group_advantage(eps=0.0), "a group of equal scores", "the 1e-4"),
+    ("group_advantage", group_advantage(groups="strided"), "each against its own group", "the groups are consecutive"),
 ]
 
 
@@ -352,6 +412,30 @@ def test_the_list_a_stub_and_bad_input():
     assert "no train for frame_stack: its lesson, Breakout, learns in hours" in run("train", "frame_stack").stderr
 
 
+@pytest.mark.parametrize("name, function", [("kl_reward", "per_token_rewards"), ("group_advantage",
+                                                                               "group_advantages")])
+def test_the_language_exercises_stub_and_solution(name, function):
+    """The language lessons' exercises: the committed stub raises NotImplementedError, and check says in one line
+    that it is not written (exit 1, no traceback); train refuses it in one line; solution shows the lesson's function
+    and the traps."""
+    with pytest.raises(NotImplementedError):
+        exercises.EXERCISES[name].learner()(*(
+            (torch.zeros(1), torch.zeros(1, 2), torch.zeros(1, 2), torch.ones(1, 2), 0.1) if name == "kl_reward"
+            else (torch.zeros(2), 2)))
+    assert exercises.status(name) == "not started"
+    stub = run("check", name)
+    assert stub.returncode == 1 and stub.stdout.strip().splitlines() == [
+        f"exercises/{name}.py: {function} is not written yet: write its body, then run this again"]
+    assert "Traceback" not in stub.stderr + stub.stdout
+    refused = run("train", name)
+    assert refused.returncode == 2 and refused.stderr.strip().splitlines() == [
+        f"python -m exercises: error: exercises/{name}.py: {function} is not written yet: nothing to train"]
+    shown = run("solution", name)
+    lesson = exercises.EXERCISES[name].lesson
+    assert shown.returncode == 0 and shown.stdout.startswith(f"{lesson}'s {function}:\n\ndef {function}(")
+    assert "The traps:" in shown.stdout
+
+
 def test_reinforces_trainer_refuses_bad_input_in_one_line():
     for bad in (["--updates", "0"], ["--seeds", "x"], ["--no-such-flag"]):
         refused = subprocess.run([sys.executable, "-m", "exercises.reinforce_cartpole", *bad], cwd=ROOT,
@@ -390,7 +474,8 @@ def test_the_verdict_by_hand():
 @pytest.mark.parametrize("name", list(train.TRAININGS))
 def test_each_band_is_the_records_runs(name):
     """Every exercise trains a recipe with a committed record: its seeds' curves, from a start below their end."""
-    lessons = train.band(train.TRAININGS[name].record)
+    training = train.TRAININGS[name]
+    lessons = train.band(training.record, training.setting, training.window)
     assert len(lessons.scores) == len(lessons.finals) >= 3
     assert lessons.gain > 0 and min(lessons.scores) > lessons.start
     assert set(train.TRAININGS) | set(train.UNTRAINED) | set(train.OWN) == set(exercises.EXERCISES)
@@ -444,6 +529,55 @@ def test_train_swaps_the_function_in_and_puts_the_lesson_back(tmp_path, monkeypa
                          ("--total-timesteps", "2048"), lessons)
     assert report == ["ppo_pendulum_continuous.py stopped: your function raised ValueError: mine"]
     assert ppo_pendulum_continuous.Agent.get_action_and_value is own_method
+
+
+LANGUAGE_TINY = ("--pretrain-steps", "30", "--reward-pairs", "64", "--reward-epochs", "1", "--num-envs", "8",
+                 "--minibatch-size", "4", "--eval-episodes", "8", "--d-model", "16", "--n-heads", "2",
+                 "--total-timesteps", str(3 * 8 * 12))
+
+
+def test_train_swaps_the_language_lessons_functions_in_and_places_the_hidden_score(tmp_path, monkeypatch):
+    """A tiny run of each language lesson (3 rollouts of 8 responses): the learner's per_token_rewards is called at
+    every update and the lesson has its own back afterwards; the run is placed by its hidden score; a learner's
+    group_advantages that raises is one line, and the lesson's own comes back."""
+    import grpo_rlhf_tiny
+    import ppo_rlhf_tiny
+
+    monkeypatch.chdir(tmp_path)
+    calls, own = [], ppo_rlhf_tiny.per_token_rewards
+
+    def learners_rewards(*args):
+        calls.append(1)
+        return own(*args)
+
+    lessons = train.Band(scores=[1e9, 1e9], finals=[2e9, 2e9], start=0.0, total_steps=3 * 8 * 12)
+    report = train.train("kl_reward", learners_rewards, LANGUAGE_TINY, lessons)
+    assert len(calls) == 3 and ppo_rlhf_tiny.per_token_rewards is own
+    assert report[0].startswith("your run: runs/TinyReviews-v0__exercise-kl_reward-")
+    assert report[2].startswith("not learning: ") and "your final hidden score " in report[2]
+    own = grpo_rlhf_tiny.group_advantages
+    report = train.train("group_advantage", lambda scores, size: (_ for _ in ()).throw(ValueError("mine")),
+                         LANGUAGE_TINY, lessons)
+    assert report == ["grpo_rlhf_tiny.py stopped: your function raised ValueError: mine"]
+    assert grpo_rlhf_tiny.group_advantages is own
+
+
+@pytest.mark.parametrize("name, setting", [("kl_reward", "ppo"), ("group_advantage", "grpo")])
+def test_a_language_band_is_the_records_hidden_scores_by_hand(name, setting, tmp_path, monkeypatch):
+    """The language lessons' band, read from a record in benchmarks.language's form: each seed's rollouts of the
+    setting (another setting's rows left out), its final value and its start the mean of 3 rollouts."""
+    training = train.TRAININGS[name]
+    assert (training.record, training.setting, training.tag) == ("language/curves", setting, "objective/hidden_score")
+    (tmp_path / "language").mkdir()
+    lines = ["setting,seed,step,hidden_score"] + [
+        f"{s},{seed},{step * 10},{value}" for s in (setting, "other") for seed, values in ((1, range(6)), (2, [3] * 6))
+        for step, value in enumerate(values, start=1)]
+    (tmp_path / "language" / "curves.csv").write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(train, "RESULTS", tmp_path)
+    lessons = train.band(training.record, training.setting, training.window)
+    assert training.window == 3 and lessons.total_steps == 60
+    assert lessons.finals == [4.0, 3.0] and lessons.start == pytest.approx((0 + 1 + 2 + 3 * 3) / 6)
+    assert lessons.scores == [train.curve_score([(10 * k, k - 1) for k in range(1, 7)], 60), 3.0]
 
 
 def test_the_exercises_readme_lists_every_exercise_after_its_lesson():
