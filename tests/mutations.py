@@ -41,7 +41,8 @@ class Mutation:
     edits: list[tuple[str, str]]  # (text, replacement): each applied wherever the text occurs in a ppo_*.py
     tests: list[str]  # pytest node ids (a test function without parameters selects all of them)
     after: list[str] = field(default_factory=list)  # a `python` command to run in the scratch copy once mutated
-    files: str = "ppo_*.py"  # the files the edits apply to (a glob from the root): the site's mutate render/
+    files: str = "ppo_*.py grpo_*.py"  # the files the edits apply to (globs from the root, space-separated): every
+    # lesson's copy by default (grpo_rlhf_tiny.py's are ppo_rlhf_tiny.py's), render/'s files for the site's
 
 
 MUTATIONS = [
@@ -314,7 +315,7 @@ def apply(scratch: Path, mutation: Mutation) -> tuple[dict[Path, str], list[str]
     originals, unmatched = {}, []
     for text, replacement in mutation.edits:
         found = False
-        for script in sorted(scratch.glob(mutation.files)):
+        for script in sorted(path for pattern in mutation.files.split() for path in scratch.glob(pattern)):
             source = script.read_text()
             if text in source:
                 found = True
