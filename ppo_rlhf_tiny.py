@@ -4,8 +4,8 @@ What this lesson teaches
     Text as an MDP: the state s_t is the prompt and the tokens written so far, the action a_t the next token, and
     an episode one response, over when the policy writes "." (or after T tokens). A reward model, trained on a
     "human's" preferences between pairs of reviews, scores the whole response at its last token; every token pays
-    beta (log pi(a_t|s_t) - log pi_ref(a_t|s_t)), the KL to the pretrained model pi_ref, so pi cannot drift into text
-    the reward model was never shown. Then it is the PPO of ppo_cartpole.py: GAE (gamma 1) over the response's
+    beta (log pi(a_t|s_t) - log pi_ref(a_t|s_t)), the KL to the pretrained model pi_ref, which holds pi near the
+    text the reward model was trained on. Then it is the PPO of ppo_cartpole.py: GAE (gamma 1) over the response's
     tokens, the clipped surrogate and a clipped value loss, K epochs of minibatches; beta set by the adaptive KL
     controller. Everything is made in the run: the language, the pretrained model, the preferences, the reward model.
 
@@ -107,7 +107,7 @@ class Hyperparameters:
 
     # --- PPO hyperparameters (same order in every script) ---
     learning_rate: float = 3e-4
-    """the Adam step size at the start of PPO (lm-human-preferences: 5e-6 for GPT-2; a model this small takes more)"""
+    """the Adam step size at the start of PPO (lm-human-preferences: 5e-6 for GPT-2; 3e-4 here, not tuned)"""
     anneal_lr: bool = True
     """anneal the learning rate linearly to 0 over PPO's updates, as lm-human-preferences does"""
     num_envs: int = 64
