@@ -936,10 +936,11 @@ def play(args: Args, ckpt: dict) -> None:
         print(f"samples: {samples}")
 
 
+# Copied from common.checkpoints.save_checkpoint
 def save_checkpoint(path: str, args: Args, agent: nn.Module, optimizer: optim.Optimizer, global_step: int,
                     iteration: int, schedule: dict, **extra) -> None:
     """Write to a temporary file, then rename: a crash mid-write never leaves a half-written checkpoint. `extra`:
-    what this lesson keeps besides the others' (pi_ref, R and its accuracy, beta)."""
+    what a lesson keeps besides (the language lessons' pi_ref, reward model and beta)."""
     state = {
         "script": SCRIPT,
         "args": dataclasses.asdict(args),

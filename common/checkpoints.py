@@ -29,8 +29,9 @@ import tyro
 
 
 def save_checkpoint(path: str, args: Args, agent: nn.Module, optimizer: optim.Optimizer, global_step: int,
-                    iteration: int, schedule: dict) -> None:
-    """Write to a temporary file, then rename: a crash mid-write never leaves a half-written checkpoint."""
+                    iteration: int, schedule: dict, **extra) -> None:
+    """Write to a temporary file, then rename: a crash mid-write never leaves a half-written checkpoint. `extra`:
+    what a lesson keeps besides (the language lessons' pi_ref, reward model and beta)."""
     state = {
         "script": SCRIPT,
         "args": dataclasses.asdict(args),
@@ -40,6 +41,7 @@ def save_checkpoint(path: str, args: Args, agent: nn.Module, optimizer: optim.Op
         "iteration": iteration,
         "schedule": schedule,
         "rng": rng_states(next(agent.parameters()).device),
+        **extra,
     }
     torch.save(state, path + ".tmp")
     os.replace(path + ".tmp", path)

@@ -537,19 +537,26 @@ def last_quarter(values: list[float]) -> float:
     return statistics.median(values[-max(1, len(values) // 4):])
 
 
-def language_ranges(lesson: str) -> tuple[dict[str, tuple[float, float]], int]:
-    """{name: (low, high)}: the recorded seeds' last-quarter medians of the lesson at its defaults, their range
-    widened by MARGIN times its width on each side; and how many seeds."""
+def recorded_medians(setting: str) -> dict[int, dict[str, float]]:
+    """{seed: {name: the last-quarter median}} of each recorded run of a setting of the language record ("ppo",
+    "grpo", "ppo-beta0", ...)."""
     from benchmarks.core.records import read_csv
 
     per_seed: dict[int, list[dict]] = {}
     for row in read_csv(LANGUAGE_RECORD):
-        if row["setting"] == LANGUAGE_SETTINGS[lesson]:
+        if row["setting"] == setting:
             per_seed.setdefault(int(row["seed"]), []).append(row)
+    return {seed: {name: last_quarter([float(r[name]) for r in sorted(rows, key=lambda r: int(r["step"]))])
+                   for name in LANGUAGE_TAGS.values()} for seed, rows in sorted(per_seed.items())}
+
+
+def language_ranges(lesson: str) -> tuple[dict[str, tuple[float, float]], int]:
+    """{name: (low, high)}: the recorded seeds' last-quarter medians of the lesson at its defaults, their range
+    widened by MARGIN times its width on each side; and how many seeds."""
+    per_seed = recorded_medians(LANGUAGE_SETTINGS[lesson])
     limits = {}
     for name in LANGUAGE_TAGS.values():
-        medians = [last_quarter([float(r[name]) for r in sorted(rows, key=lambda r: int(r["step"]))])
-                   for rows in per_seed.values()]
+        medians = [seed_medians[name] for seed_medians in per_seed.values()]
         width = max(medians) - min(medians)
         limits[name] = (min(medians) - MARGIN * width, max(medians) + MARGIN * width)
     return limits, len(per_seed)

@@ -44,6 +44,10 @@ class Mutation:
     files: str = "ppo_*.py grpo_*.py"  # the files the edits apply to (globs from the root, space-separated): every
     # lesson's copy by default (grpo_rlhf_tiny.py's are ppo_rlhf_tiny.py's), render/'s files for the site's
 
+    def paths(self, root: Path) -> list[Path]:
+        """The files under `root` that `files` names, in order."""
+        return sorted(path for pattern in self.files.split() for path in root.glob(pattern))
+
 
 MUTATIONS = [
     Mutation("gae-mask-dropped", "GAE: the (1 - done) mask dropped, advantages flow back across episode ends",
@@ -315,7 +319,7 @@ def apply(scratch: Path, mutation: Mutation) -> tuple[dict[Path, str], list[str]
     originals, unmatched = {}, []
     for text, replacement in mutation.edits:
         found = False
-        for script in sorted(path for pattern in mutation.files.split() for path in scratch.glob(pattern)):
+        for script in mutation.paths(scratch):
             source = script.read_text()
             if text in source:
                 found = True

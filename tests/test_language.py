@@ -282,24 +282,12 @@ def test_the_same_seed_makes_the_same_pi_ref_and_reward_model_in_both_lessons():
 # --- the run reader (python -m course.diagnose) -----------------------------------------------------------------
 
 
-def recorded_medians(setting: str) -> dict[int, dict[str, float]]:
-    """Each recorded seed's last-quarter medians (benchmarks/results/language/curves.csv) of one setting."""
-    from benchmarks.core.records import read_csv
-    from course import diagnose
-
-    rows = [r for r in read_csv(diagnose.LANGUAGE_RECORD) if r["setting"] == setting]
-    seeds = sorted({int(r["seed"]) for r in rows})
-    return {seed: {name: diagnose.last_quarter([float(r[name]) for r in sorted(
-        (r for r in rows if int(r["seed"]) == seed), key=lambda r: int(r["step"]))])
-        for name in diagnose.LANGUAGE_TAGS.values()} for seed in seeds}
-
-
 def test_the_reader_calls_the_recorded_beta_0_runs_reward_hacking_and_the_healthy_ones_healthy():
     from course import diagnose
 
     limits, count = diagnose.language_ranges("ppo_rlhf_tiny.py")
     assert count >= 3
-    for seed, medians in recorded_medians("ppo").items():
+    for seed, medians in diagnose.recorded_medians("ppo").items():
         assert diagnose.language_findings(medians, limits) == [], seed
     # With beta = 0 some seeds hack the reward model and some do not (benchmarks/README.md, "PPO on language"): the
     # reader calls it where the run's final evaluation found most responses ungrammatical, and only there.
@@ -307,7 +295,7 @@ def test_the_reader_calls_the_recorded_beta_0_runs_reward_hacking_and_the_health
 
     final = {int(r["seed"]): float(r["valid_share"]) for r in read_csv(diagnose.RESULTS / "language" / "runs.csv")
              if r["setting"] == "ppo-beta0"}
-    hacked = recorded_medians("ppo-beta0")
+    hacked = diagnose.recorded_medians("ppo-beta0")
     assert hacked and any(final[seed] < 0.5 for seed in hacked)
     for seed, medians in hacked.items():
         found = diagnose.language_findings(medians, limits)

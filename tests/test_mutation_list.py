@@ -24,7 +24,7 @@ def test_every_test_a_mutation_names_exists():
 
 @pytest.mark.parametrize("mutation", MUTATIONS, ids=lambda m: m.name)
 def test_every_text_a_mutation_edits_is_there(mutation):
-    files = sorted(path for pattern in mutation.files.split() for path in ROOT.glob(pattern))
+    files = mutation.paths(ROOT)
     assert files, f"{mutation.name}: no file matches {mutation.files}"
     for text, _ in mutation.edits:
         assert any(text in path.read_text() for path in files), f"{mutation.name}: {text!r} is in no {mutation.files}"
