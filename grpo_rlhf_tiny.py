@@ -31,7 +31,7 @@ Try this (predict, then run; "Measured": the change in the final hidden score ag
 responses a run, paired over seeds 1-3, 95% interval, Holm-corrected verdict; benchmarks/README.md, "PPO on language")
     python grpo_rlhf_tiny.py --group-size 2
         Predict: G = 2: each response's baseline is the one other response to its prompt. Better or worse?
-        Answer: no better: with two, A is +-0.71 (or 0) whatever the gap between their scores, a coarser signal;
+        Answer: not detectably different: with two, A is +-0.71 (or 0) whatever the gap between their scores;
             seed 2 drifts off the language as with G = 8 (valid share 0.48).
         Measured: -0.32 [-1.91, 1.28], not detected
     python grpo_rlhf_tiny.py --update-epochs 1 --minibatch-size 64

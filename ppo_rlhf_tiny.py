@@ -40,7 +40,8 @@ over seeds 1-5 against the default, 95% interval, Holm-corrected verdict; benchm
         Answer: it depends on the seed: on 2 of 5 the policy leaves the language, writing text the reward model
             was never shown and scores well (seed 2: "the food .", no review at all, which R scores far above
             pi_ref's reviews) while the grammar rejects it: reward hacking, the valid share at 0 and the hidden score at its
-            lowest mark, -5; on the other 3 it finds the rule's best review. With the penalty, all 5 found it.
+            lowest mark, -5; on the other 3 it finds the rule's best review. With the penalty all 5 kept the
+            language, scoring 3.6 to 4.0.
         Measured: -3.44 [-9.63, 2.75], not detected (2 of 5 seeds hacked: valid share 0)
     python grpo_rlhf_tiny.py
         Predict: no critic; each prompt answered G times, A = (R - mean) / std of its group. Better or worse?
