@@ -463,8 +463,8 @@ def check_args(args: Args) -> None:
         if isinstance(value, float) and not np.isfinite(value):
             fail(f"--{field.name.replace('_', '-')} must be a finite number, got {value}")
     for name, value in given("total_timesteps", "num_envs", "num_steps", "minibatch_size", "update_epochs",
-                             "hidden_size", "episodes", "eval_episodes", "learning_rate", "clip_coef", "vf_clip_coef",
-                             "norm_clip", "kl_target", "kl_beta_init", "target_kl", "max_grad_norm"):
+                             "hidden_size", "frame_stack", "episodes", "eval_episodes", "learning_rate", "clip_coef",
+                             "vf_clip_coef", "norm_clip", "kl_target", "kl_beta_init", "target_kl", "max_grad_norm"):
         if value <= 0:
             fail(f"--{name.replace('_', '-')} must be positive, got {value}")
     for name, value in given("ent_coef", "vf_coef", "checkpoint_every", "eval_every"):
@@ -491,6 +491,9 @@ def check_args(args: Args) -> None:
         fail(f"the rollout ({rollout}) must be a multiple of --minibatch-size ({args.minibatch_size})")
     if args.total_timesteps < batch_size:
         fail(f"--total-timesteps ({args.total_timesteps}) is less than one rollout ({rollout})")
+    if hasattr(args, "lstm") and args.minibatch_size % args.num_steps:  # (ppo_lstm_memory.py: whole envs)
+        fail(f"--minibatch-size ({args.minibatch_size}) must be a multiple of --num-steps ({args.num_steps}): a "
+             f"minibatch holds whole envs' rollouts, replayed step by step from the state each started in")
 
 
 # Copied from common.checkpoints.check_resume
