@@ -105,7 +105,7 @@ class Hyperparameters:
     minibatch_size: int = 128
     """M, samples per gradient step: whole envs' T-step rollouts, M / T envs at a time, so that the LSTM replays each
     env's steps in order from the state it started the rollout in (M a multiple of --num-steps)"""
-    update_epochs: int = 4
+    update_epochs: int = 10
     """K, passes over each rollout (paper: 3 to 15); more reuse of the data, more risk of moving too far"""
     norm_adv: bool = True
     """normalize advantages to mean 0, std 1 in each minibatch, so the step size does not depend on reward scale"""
@@ -118,7 +118,7 @@ class Hyperparameters:
     vf_clip_coef: float = 10.0  # returns reach 1/(1 - gamma) = 50 here: 0.2 would hold V back
     """the value clip range (--clip-vloss), in units of the value targets; losses/vf_clipfrac logs how often V moved
     past it"""
-    ent_coef: float = 0.01
+    ent_coef: float = 0.0  # rl-baselines3-zoo's RecurrentPPO on CartPoleNoVel-v1: 0 too
     """c2, weight of the entropy bonus S (eq. 9): rewards keeping pi spread out, so it keeps exploring (usual 0-0.01)"""
     vf_coef: float = 0.5
     """c1, weight of the value loss in eq. 9's sum, here of the halved squared error (see the loss in train())"""
@@ -132,6 +132,8 @@ class Hyperparameters:
     lstm: bool = True
     """the LSTM between the encoder and the heads; --no-lstm: a feed-forward layer of the same width in its place,
     which sees only the current input (the memoryless baseline)"""
+    norm_obs: bool = True
+    """standardize observations with running mean and variance, (s - mean) / std, clipped to +-10"""
 
 
 # --- The environment -----------------------------------------------------------------------------------------
@@ -200,6 +202,28 @@ def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias_const: float = 0.
     return layer
 
 
+# Copied from common.ppo.RunningMeanStd
+class RunningMeanStd(nn.Module):
+    """Running mean and variance of all `update` saw. Buffers: saved, not trained."""
+
+    def __init__(self, shape: tuple = ()):
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(shape, dtype=torch.float64))
+        self.register_buffer("var", torch.ones(shape, dtype=torch.float64))
+        self.register_buffer("count", torch.tensor(1e-4, dtype=torch.float64))  # never divide by 0
+
+    @torch.no_grad()
+    def update(self, x: torch.Tensor) -> None:
+        x = x.reshape(-1, *self.mean.shape).to(self.mean)
+        batch_mean, batch_var, batch_count = x.mean(0), x.var(0, unbiased=False), x.shape[0]
+        delta, total = batch_mean - self.mean, self.count + batch_count
+        # Chan et al.'s merge of two batches' statistics
+        self.var.copy_((self.var * self.count + batch_var * batch_count
+                        + delta**2 * self.count * batch_count / total) / total)
+        self.mean.add_(delta * batch_count / total)
+        self.count.copy_(total)
+
+
 class Agent(nn.Module):
     """The policy pi(a|h_t) and the value V(h_t) on one encoder and one LSTM: h_t, the LSTM's output after step t,
     is computed from this observation and the state (h_{t-1}, c_{t-1}) that the earlier ones left, so it can hold
@@ -211,9 +235,11 @@ class Agent(nn.Module):
     actor and critic, as here; sb3-contrib's RecurrentPPO gives the critic an LSTM of its own by default.
     """
 
-    def __init__(self, env: gym.Env, hidden_size: int, lstm: bool = True):
+    def __init__(self, env: gym.Env, hidden_size: int, lstm: bool = True, norm_obs: bool = True):
         super().__init__()
         obs_size, h = env.observation_space.shape[0], hidden_size
+        self.norm_obs = norm_obs
+        self.obs_rms = RunningMeanStd(env.observation_space.shape)
         self.encoder = nn.Sequential(layer_init(nn.Linear(obs_size, h)), nn.Tanh())
         if lstm:
             self.memory = nn.LSTMCell(h, h)
@@ -233,11 +259,21 @@ class Agent(nn.Module):
         return (torch.zeros(num_envs, self.hidden_size, device=device),
                 torch.zeros(num_envs, self.hidden_size, device=device))
 
+    def normalize(self, x: torch.Tensor) -> torch.Tensor:
+        """(s - mean) / sqrt(var + 1e-8), clipped to +-10 ([37] continuous details 6, 7); the identity with
+        --no-norm-obs. Here it is what makes the velocities learnable: they are read off the change of theta from
+        one step to the next, a hundredth of a radian, and standardized that change is a few hundredths of a std
+        rather than a ten-thousandth of the encoder's input range."""
+        if not self.norm_obs:
+            return x
+        std = torch.sqrt(self.obs_rms.var + 1e-8)
+        return ((x - self.obs_rms.mean) / std).clamp(-10.0, 10.0).to(x.dtype)
+
     def get_states(self, x: torch.Tensor, state: tuple, starts: torch.Tensor):
         """The LSTM run over T steps of N envs, step by step: x [T, N, obs], starts [T, N] (1 where x[t] is an
         episode's first observation), state (h, c) before step 0. Returns h_t for every step, [T, N, hidden], and the
         state after the last step."""
-        features = self.encoder(x)
+        features = self.encoder(self.normalize(x))
         if not isinstance(self.memory, nn.LSTMCell):
             return self.memory(features), state
         outputs = []
@@ -322,7 +358,7 @@ def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, memory: tuple, rol
             stats = info["final_info"]["episode"]
             for i in np.flatnonzero(info["final_info"]["_episode"]):
                 episodes.append((step, float(stats["r"][i]), int(stats["l"][i])))
-        starts = rollout.dones[step]  # an env that ended starts an episode at the next step: its state is wiped then
+        starts = rollout.dones[step].copy()  # an env that ended starts an episode at the next step: its state is wiped then
     with torch.inference_mode():
         obs_t, starts_t = (torch.as_tensor(v, device=device)[None] for v in (next_obs, starts))
         last_value = agent.get_value(obs_t, state, starts_t)[0].cpu().numpy()
@@ -390,7 +426,7 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
     device = run.device
 
     with make_env(args) as env:  # one env, to read the spaces off
-        agent = Agent(env, args.hidden_size, args.lstm).to(device)
+        agent = Agent(env, args.hidden_size, args.lstm, args.norm_obs).to(device)
     envs = make_envs(args)
     # Adam's eps 1e-5, not 1e-8 ([37] detail 3): it bounds the step of a weight whose gradients were near zero.
     optimizer = adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
@@ -481,6 +517,11 @@ def train(args: Args, ckpt: Optional[dict]) -> None:
             if args.target_kl is not None and approx_kl > args.target_kl:
                 break
 
+        # The rollout's observations join the statistics only now: pi_old acted, and the update replayed it, with
+        # the same normalization, so r_t starts at exactly 1.
+        if args.norm_obs:
+            agent.obs_rms.update(torch.as_tensor(rollout.obs))
+
         # --- Logging: the losses and KL estimates are the last minibatch's (clipfrac: the mean over all of them)
         log.update(global_step, args.batch_size, {
             "charts/learning_rate": optimizer.param_groups[0]["lr"], "losses/value_loss": v_loss.item(),
@@ -559,7 +600,7 @@ class Args(Hyperparameters):
     """do not train: run the greedy policy saved in this checkpoint for --episodes episodes, print the returns"""
     episodes: int = 10
     """how many episodes --play runs"""
-    eval_every: int = 25
+    eval_every: int = 50
     """evaluate the greedy policy every this many updates, and after the last one (0: never during training)"""
     eval_episodes: int = 10
     """episodes per evaluation; their mean return is logged as eval/mean_return"""
@@ -1048,7 +1089,7 @@ def play(args: Args, ckpt: dict) -> None:
     # A folder of its own for each --play, so that no earlier video is overwritten.
     video_folder = os.path.join(os.path.dirname(os.path.abspath(args.play)), "videos", f"play-{int(time.time())}")
     with make_env(args) as env:  # one env to read the spaces off
-        agent = Agent(env, args.hidden_size, args.lstm)  # (--no-lstm's checkpoints have no LSTM)
+        agent = Agent(env, args.hidden_size, args.lstm, args.norm_obs)  # (--no-lstm's checkpoints have no LSTM)
     restore_agent(agent, ckpt, args.play)
     returns, _ = evaluate(args, agent, args.episodes, video_folder if args.capture_video else None, verbose=True)
     print(f"mean return over {args.episodes} episodes: {np.mean(returns):.1f} +/- {np.std(returns):.1f}")

@@ -203,6 +203,7 @@ def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias_const: float = 0.
     return layer
 
 
+# Copied from common.ppo.RunningMeanStd
 class RunningMeanStd(nn.Module):
     """Running mean and variance of all `update` saw. Buffers: saved, not trained."""
 

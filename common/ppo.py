@@ -5,7 +5,9 @@ rollout of the MLP lessons, GAE and the losses. It is lesson text, kept readable
 - collect_rollout: ppo_lunarlander_vec.py, ppo_pendulum_continuous.py (CartPole steps a single env; the pixel
   lessons' rollouts also stop at a Ctrl-C and read more at an episode's end)
 - compute_gae, clipped_surrogate_loss: every script
-- clipped_value_loss: ppo_lunarlander_vec.py, ppo_pendulum_continuous.py, ppo_breakout_atari.py
+- clipped_value_loss: ppo_lunarlander_vec.py, ppo_pendulum_continuous.py, ppo_breakout_atari.py,
+  ppo_lstm_memory.py
+- RunningMeanStd, the observation statistics: ppo_pendulum_continuous.py, ppo_lstm_memory.py
 
 Like wrappers.py and resume.py, this module holds the originals of checked copies, and no script imports it: each
 copy sits in its script under `# Copied from common.ppo.<name>`, `python -m tools.check_copies` fails when one
@@ -27,6 +29,27 @@ def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias_const: float = 0.
     torch.nn.init.orthogonal_(layer.weight, std)
     torch.nn.init.constant_(layer.bias, bias_const)
     return layer
+
+
+class RunningMeanStd(nn.Module):
+    """Running mean and variance of all `update` saw. Buffers: saved, not trained."""
+
+    def __init__(self, shape: tuple = ()):
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(shape, dtype=torch.float64))
+        self.register_buffer("var", torch.ones(shape, dtype=torch.float64))
+        self.register_buffer("count", torch.tensor(1e-4, dtype=torch.float64))  # never divide by 0
+
+    @torch.no_grad()
+    def update(self, x: torch.Tensor) -> None:
+        x = x.reshape(-1, *self.mean.shape).to(self.mean)
+        batch_mean, batch_var, batch_count = x.mean(0), x.var(0, unbiased=False), x.shape[0]
+        delta, total = batch_mean - self.mean, self.count + batch_count
+        # Chan et al.'s merge of two batches' statistics
+        self.var.copy_((self.var * self.count + batch_var * batch_count
+                        + delta**2 * self.count * batch_count / total) / total)
+        self.mean.add_(delta * batch_count / total)
+        self.count.copy_(total)
 
 
 def collect_rollout(envs: gym.vector.VectorEnv, agent: Agent, next_obs: np.ndarray, rollout: Rollout):

@@ -126,6 +126,18 @@ LESSONS = (
                "steps, the share of episodes at the flag from 0 to 0.6; deaths are most frequent near x 1,750 and "
                "2,450."),)),
 )
+# The memory lesson (issue 67): an LSTM on CartPole with the velocities hidden, diffed against the vector-env lesson
+# whose rollout, losses and evaluation it extends.
+_MEMORY = Figure(
+    _RESULTS + "memory.png",
+    "CartPoleNoVel-v1 (CartPole-v1 with the velocities hidden), the default 500k steps: per 10,000 steps, the mean "
+    "return of the training episodes (sampled actions) that ended in them; the LSTM, no LSTM (one frame) and no LSTM "
+    "with 4 frames stacked, each the mean of seeds 1-5 with its min-max band, against the target 475; on 2 CPU cores.",
+    "MEMORY_ALT")
+LESSONS += (
+    Lesson("ppo_lstm_memory.py", "CartPoleNoVel-v1", pixels=False, neighbour="ppo_lunarlander_vec.py", bound=999,
+           figures=(_MEMORY,)),
+)
 # The language lessons (issue 66): PPO on a token MDP, then its GRPO diff. Their task is a grammar of reviews made in
 # the run (env_id names it), so the tests of Gymnasium's envs, wrappers and rollouts (GYM) do not apply to them.
 _LANGUAGE = Figure(
