@@ -152,8 +152,8 @@ class CartPoleNoVelEnv(CartPoleEnv):
         space = self.observation_space
         self.observation_space = gym.spaces.Box(space.low[self.VISIBLE], space.high[self.VISIBLE], dtype=np.float32)
 
-    def reset(self, *, seed=None, options=None):
-        obs, info = super().reset(seed=seed, options=options)
+    def reset(self, **kwargs):
+        obs, info = super().reset(**kwargs)
         return obs[self.VISIBLE], info
 
     def step(self, action):

@@ -32,6 +32,7 @@ from pathlib import Path
 from benchmarks.core import launch, plots, runs
 from benchmarks.core.inference import compare_means, family
 from benchmarks.core.records import read_csv, write_csv
+from benchmarks.core.stats import DIAGNOSTIC_TAGS, diagnostic_spreads
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "memory"
@@ -54,8 +55,9 @@ FIELDS = ["setting", "seed", "wall_s", "steps_to_475", "final_train_return", "ev
 LOCK = Path("/tmp/ppo-train.lock")
 
 
-def train(setting: str, seed: int) -> tuple[dict, list[dict]]:
-    """One run: its row of runs.csv and its rows of curves.csv."""
+def train(setting: str, seed: int) -> tuple[dict, list[dict], list[dict], list[dict]]:
+    """One run: its row of runs.csv, its rows of curves.csv, and its rows of <setting>-diagnostics.csv and
+    <setting>-curves.csv, the records course.diagnose reads a run against (in benchmarks/benchmark.py's format)."""
     argv = ["--seed", str(seed), "--exp-name", setting, *SETTINGS[setting]]
     with tempfile.TemporaryDirectory() as folder, open(LOCK, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one training at a time on this machine
@@ -66,7 +68,13 @@ def train(setting: str, seed: int) -> tuple[dict, list[dict]]:
         if result.returncode != 0:
             raise runs.RunFailed(f"{SCRIPT} {' '.join(argv)}: exit {result.returncode}\n{result.stderr[-2000:]}")
         (run_dir,) = runs.logged_folders(Path(folder) / "runs")
-        scalars, _ = runs.read_events(run_dir)
+        scalars, first_event = runs.read_events(run_dir)
+    names = {"script": SCRIPT, "label": setting, "env_id": runs.parse_run_name(run_dir)[0], "seed": seed}
+    diagnostics = [{**names, **spread} for spread in diagnostic_spreads(scalars, DIAGNOSTIC_TAGS)]
+    points = [{**names, "kind": kind, "tag": tag, "env_steps": event.step,
+               "wall_seconds": round(event.wall_time - first_event, 3), "value": event.value}
+              for kind, tag in (("training", "charts/episodic_return"), ("evaluation", "eval/mean_return"))
+              for event in scalars.get(tag, [])]
     episodes = [(e.step, e.value) for e in scalars["charts/episodic_return"]]
     evaluations = scalars["eval/mean_return"]
     ending = [value for step, value in episodes if step > 0.9 * TOTAL_STEPS]
@@ -78,7 +86,7 @@ def train(setting: str, seed: int) -> tuple[dict, list[dict]]:
         bins.setdefault(min(step // BIN, TOTAL_STEPS // BIN - 1), []).append(value)
     curves = [{"setting": setting, "seed": seed, "step": (b + 1) * BIN, "mean_return": round(statistics.fmean(v), 2)}
               for b, v in sorted(bins.items())]
-    return row, curves
+    return row, curves, diagnostics, points
 
 
 def steps_to(episodes: list[tuple[int, float]], window: int = 20) -> int | str:
@@ -182,11 +190,14 @@ def main() -> None:
             for seed in options.seeds:
                 if (setting, seed) in done:
                     continue
-                row, points = train(setting, seed)
+                row, points, diagnostics, episodes = train(setting, seed)
                 rows.append(row)
                 curves += points
                 write_csv(runs_csv, rows, FIELDS)
                 write_csv(curves_csv, curves, ["setting", "seed", "step", "mean_return"])
+                for suffix, new in (("diagnostics", diagnostics), ("curves", episodes)):
+                    path = RESULTS / f"{setting}-{suffix}.csv"
+                    write_csv(path, (read_csv(path) if path.exists() else []) + new, floats="significant")
                 print(f"{setting} seed {seed}: {row['wall_s']} s, reached 475 at {row['steps_to_475'] or 'never'}, "
                       f"last 10% {row['final_train_return']}, greedy {row['eval_return']}", flush=True)
     figure(curves, options.plot)

@@ -77,8 +77,13 @@ CONFIGS = {
     "ppo_mario_cnn": ["--num-envs", "2", "--num-steps", "6", "--minibatch-size", "6", "--train-pi-iters", "3",
                       "--train-v-iters", "3", "--hidden-size", "16", "--precision", "fp32", "--no-cuda",
                       "--vectorization-mode", "sync"],
+    # (minibatches of 6 samples: one env's whole 6-step rollout, as the memory lesson's minibatches must be)
+    "ppo_lstm_memory": ["--env-id", "CountingTest-v0", "--num-envs", "2", "--num-steps", "6", "--minibatch-size", "6",
+                        "--update-epochs", "2", "--hidden-size", "8", "--vectorization-mode", "sync",
+                        "--vf-clip-coef", "0.05"],
 }
-EVALUATING = ["ppo_lunarlander_vec", "ppo_pendulum_continuous", "ppo_breakout_atari", "ppo_mario_cnn"]
+EVALUATING = ["ppo_lunarlander_vec", "ppo_pendulum_continuous", "ppo_breakout_atari", "ppo_mario_cnn",
+              "ppo_lstm_memory"]
 # Each script's variants: name -> flags on top of its base command line. The first, "base", is the one resumed.
 VARIANTS = {
     # (--clip-coef: epsilon small enough that the clip acts; in the other runs no ratio leaves 1 +/- epsilon)
@@ -93,6 +98,8 @@ VARIANTS = {
     "ppo_breakout_atari": {"base": [], "plain": ["--anneal-clip", "--no-clip-vloss", "--target-kl", "1e-9",
                                                  "--seed", "2"]},
     "ppo_mario_cnn": {"base": [], "early_stop": ["--target-kl", "1e-9", "--seed", "2"]},
+    "ppo_lstm_memory": {"base": [], "no_memory": ["--no-lstm", "--frame-stack", "2", "--no-norm-obs", "--target-kl",
+                                                  "1e-9", "--seed", "2"]},
 }
 UPDATES, STEPS_PER_UPDATE = 3, 12
 RESUMED_UPDATES = 1  # the resumed run trains this many updates more than "base" did

@@ -48,6 +48,7 @@ BASE = {
     "ppo_pendulum_continuous": {"--env-id": "CountingContinuousTest-v0", **TINY_VECTOR},
     "ppo_breakout_atari": {**TINY_VECTOR, "--vectorization-mode": "sync", "--no-cuda": None},
     "ppo_mario_cnn": {**TINY_VECTOR, "--vectorization-mode": "sync", "--no-cuda": None},
+    "ppo_lstm_memory": {"--env-id": "CountingTest-v0", **TINY_VECTOR},
     "ppo_rlhf_tiny": {"--num-envs": "8", "--minibatch-size": "4", "--total-timesteps": "96"},
     "grpo_rlhf_tiny": {"--num-envs": "8", "--minibatch-size": "4", "--total-timesteps": "96"},
 }
@@ -58,6 +59,7 @@ ENV_OF_ANOTHER_KIND = {
     "ppo_pendulum_continuous": ["CartPole-v1"],  # discrete actions
     "ppo_breakout_atari": ["CartPole-v1", "ALE/Breakout-v5"],  # not Atari; an Atari id that skips frames itself
     "ppo_mario_cnn": ["CartPole-v1", "SuperMarioBros-1-1-v0"],  # the level is --world and --stage here
+    "ppo_lstm_memory": ["Pendulum-v1"],
     "ppo_rlhf_tiny": ["CartPole-v1"],  # a Gymnasium env: the language lessons' task is their grammar
     "grpo_rlhf_tiny": ["CartPole-v1"],
 }
@@ -99,6 +101,7 @@ BAD_VALUES = {
     "max_grad_norm": POSITIVE_FLOAT,  # 0 would scale every gradient to 0: no step at all
     "target_kl": POSITIVE_FLOAT,  # (not given: no early stop)
     "hidden_size": POSITIVE_INT,
+    "frame_stack": POSITIVE_INT,
     "exp_name": ["", "a/b"],  # it names one run folder: runs/<env-id>__<exp-name>__<seed>__<time>/
     "seed": ["-1", str(2**32)],  # NumPy takes seeds in [0, 2**32 - 1]
     "precision": NOT_A_CHOICE,
@@ -125,7 +128,7 @@ BAD_VALUES = {
 SWITCH = "a switch (--flag / --no-flag) takes no value: there is none to get wrong"
 NOTHING_WRONG = {name: SWITCH for name in ("anneal_lr", "norm_adv", "clip_vloss", "anneal_clip", "norm_obs",
                                            "norm_reward", "kl_adaptive", "adaptive_kl", "torch_deterministic", "cuda",
-                                           "capture_video")}
+                                           "capture_video", "lstm")}
 # Values tyro cannot parse as the type, tried on every flag of that type besides BAD_VALUES.
 UNPARSABLE = {int: ["nan", "1e6"], float: [""]}
 SUPPRESSED = typing.get_args(tyro.conf.Suppress[int])[1]

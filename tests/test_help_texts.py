@@ -45,6 +45,7 @@ DIFFERS = {
     "episodes": "Breakout's --play episodes are whole games",
     "eval_every": "the MLP lessons evaluate the greedy policy; the pixel lessons sample",
     "eval_episodes": "Breakout's are whole games, Mario's log the x position and the flag too",
+    "norm_obs": "the memory lesson clips at a fixed 10: it scales no rewards, so it has no --norm-clip",
     "precision": "one CNN trunk in Breakout, two CNNs in Mario (and the help text is another issue's)",
 }
 

@@ -161,6 +161,20 @@ def test_the_update_replays_pi_old_exactly_at_the_first_epoch(envs_idx):
         assert torch.equal(logprob, torch.as_tensor(rollout.logprobs))
 
 
+def test_a_training_update_replays_pi_old_exactly(tmp_path):
+    """train()'s own replay: with one epoch of one minibatch (both envs), the logged KL estimates are computed before
+    the update's only step, so they are 0 (to rounding) in every update, the second and third of which start
+    mid-episode (a random CartPole episode lasts about 20 steps, a rollout 16)."""
+    result = run_script(SCRIPT, "--total-timesteps", "96", "--num-envs", "2", "--num-steps", "16",
+                        "--minibatch-size", "32", "--update-epochs", "1", "--hidden-size", "16", "--eval-every", "0",
+                        cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    logged = scalars(run_dirs(tmp_path)[0])
+    assert len(logged["losses/approx_kl"]) == 3 and len(logged["charts/episodic_return"]) >= 1
+    for tag in ("losses/approx_kl", "losses/old_approx_kl", "losses/clipfrac"):
+        assert all(abs(value) < 1e-7 for _, value in logged[tag]), (tag, logged[tag])
+
+
 def test_a_replay_without_the_wipes_or_the_kept_state_is_not_pi_old():
     """What the exact replay above rules out: replaying without the episode-start flags, or from zeros instead of
     the kept state, gives other log-probabilities (so the test above can fail)."""

@@ -32,7 +32,7 @@ from course.lessons import GYM as LESSONS, GYM_SCRIPTS as SCRIPTS  # the 37 deta
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 BEGIN, END = "<!-- details-map:begin -->", "<!-- details-map:end -->"
-CP, LL, PD, BO, MA = SCRIPTS
+CP, LL, PD, BO, MA, LS = SCRIPTS[:6]  # (the lessons in reading order: cartpole ... lstm_memory)
 
 
 @dataclass(frozen=True)
@@ -54,13 +54,16 @@ def everywhere(needle: str, **other: str | Absent) -> dict[str, str | Absent]:
 
 
 def pixels(breakout: str | Absent, mario: str | Absent) -> dict[str, str | Absent]:
-    """An Atari detail: n/a in the three lessons without frames."""
-    return {CP: NOT_PIXELS, LL: NOT_PIXELS, PD: NOT_PIXELS, BO: breakout, MA: mario}
+    """An Atari detail: n/a in the lessons without frames."""
+    return {script: NOT_PIXELS for script in SCRIPTS} | {BO: breakout, MA: mario}
 
 
-def continuous(pendulum: str) -> dict[str, str | Absent]:
-    """A continuous-action detail: n/a in the four lessons with discrete actions."""
-    return {CP: NOT_CONTINUOUS, LL: NOT_CONTINUOUS, PD: pendulum, BO: NOT_CONTINUOUS, MA: NOT_CONTINUOUS}
+def continuous(pendulum: str, **other: str | Absent) -> dict[str, str | Absent]:
+    """A continuous-action detail: n/a in the lessons with discrete actions, except where `other` (keyed as in
+    everywhere()) says otherwise."""
+    short = {lesson.name.split("_")[0]: lesson.script for lesson in LESSONS}
+    return ({script: NOT_CONTINUOUS for script in SCRIPTS} | {PD: pendulum}
+            | {short[name]: value for name, value in other.items()})
 
 
 # (group, detail, {script: needle or Absent}); the detail's name follows [37]'s headings.
@@ -72,7 +75,7 @@ DETAILS: list[tuple[str, str, dict[str, str | Absent]]] = [
     ("core", "4. learning-rate annealing", everywhere('param_groups[0]["lr"] =')),
     ("core", "5. GAE", everywhere("def compute_gae")),
     ("core", "6. minibatch updates", everywhere(
-        ".split(args.minibatch_size)", mario="def minibatches")),
+        ".split(args.minibatch_size)", mario="def minibatches", lstm=".split(envs_per_minibatch)")),
     ("core", "7. advantage normalization", everywhere("if args.norm_adv:")),
     ("core", "8. clipped surrogate objective", everywhere("def clipped_surrogate_loss")),
     ("core", "9. value-loss clipping", everywhere(
@@ -87,7 +90,8 @@ DETAILS: list[tuple[str, str, dict[str, str | Absent]]] = [
     ("core", "12. debug variables (approx_kl, clipfrac, ...)", everywhere('"losses/clipfrac"')),
     ("core", "13. shared or separate networks", everywhere(
         "self.critic = nn.Sequential(", cartpole="self.trunk = nn.Sequential(",
-        breakout="self.trunk = nn.Sequential(", mario="self.critic_cnn = cnn(")),
+        breakout="self.trunk = nn.Sequential(", mario="self.critic_cnn = cnn(",
+        lstm="self.encoder = nn.Sequential(")),
     ("Atari", "1. no-op reset", pixels(
         "class NoopReset", Absent("sampled actions vary the episodes; uvipen's Mario setup has none"))),
     ("Atari", "2. max-and-skip 4 frames", pixels("class MaxAndSkip", "class MaxAndSkip")),
@@ -106,8 +110,9 @@ DETAILS: list[tuple[str, str, dict[str, str | Absent]]] = [
     ("continuous", "3. independent action components", continuous("math.log(2 * math.pi)).sum(-1)")),
     ("continuous", "4. separate policy and value networks", continuous("self.actor_mean = nn.Sequential(")),
     ("continuous", "5. action clipped for the env, stored unclipped", continuous("gym.wrappers.ClipAction(env)")),
-    ("continuous", "6. observation normalization", continuous("agent.obs_rms.update(")),
-    ("continuous", "7. observation clipping", continuous(".clamp(-self.norm_clip, self.norm_clip)")),
+    ("continuous", "6. observation normalization", continuous("agent.obs_rms.update(", lstm="agent.obs_rms.update(")),
+    ("continuous", "7. observation clipping", continuous(".clamp(-self.norm_clip, self.norm_clip)",
+                                                         lstm=".clamp(-10.0, 10.0)")),
     ("continuous", "8. reward scaling", continuous("class RewardScaler")),
     ("continuous", "9. reward clipping", continuous("np.clip(rewards / std, -clip, clip)")),
     ("more", "early stopping on a KL target", everywhere(
@@ -118,6 +123,10 @@ DETAILS: list[tuple[str, str, dict[str, str | Absent]]] = [
     ("more", "truncation bootstrapping", everywhere(
         "final_values[step, bootstrap] = agent.get_value(",
         cartpole="rollout.final_values[step] = agent.get_value(")),
+    ("more", "recurrent policy: LSTM state kept at the rollout's start, wiped at episode starts", {
+        script: Absent("no memory: the policy reads the current observation") for script in SCRIPTS} | {
+        BO: Absent("no memory but the stack of 4 frames"), MA: Absent("no memory but the stack of 4 frames"),
+        LS: "rollout.initial_state = state"}),
 ]
 
 
