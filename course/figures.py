@@ -16,13 +16,20 @@
 - language.svg: a response of ppo_rlhf_tiny.py's pi_ref and one of its policy after a short run of the lesson's own
   train(), each token's reward by per_token_rewards (the KL term on every token, the reward model's score on the
   last), with the means over 256 sampled responses; and the GRPO example's table, by grpo_rlhf_tiny.group_advantages;
+- memory.svg: one episode of ppo_lstm_memory.py's CartPoleNoVel-v1 under a rule that sees the angle alone, the
+  observed theta beside the hidden theta_dot (the same angle met turning opposite ways); and the state the lesson's
+  LSTM cell is handed at each step of a rollout by its collect_rollout, replayed by its get_action_and_value from
+  rollout.initial_state (recorded by a hook on the cell): 0 at each episode's first step;
+- masking.svg: pi over tic-tac-toe's 9 cells on one board, by ppo_action_masking.py's Agent after a short run of
+  the lesson's own train(), without the mask and with it (taken cells at exactly 0, the others renormalized);
 - the loop's pseudocode in ppo-on-one-page.md: each line linked to the line of ppo_cartpole.py that does it,
   found by a needle as tools.details_map finds its lines, so a moved line moves its link.
 
 The SVGs keep their text as text (svg.fonttype none) and carry no date, so the same code and library versions draw
 the same bytes; tests/test_course.py redraws them and compares (language.svg and the GRPO table:
-tests/test_language_course.py). language.svg comes out of a short training run, on one CPU thread with torch's
-deterministic algorithms: another processor's floating-point kernels may draw it with other bytes.
+tests/test_language_course.py; memory.svg and masking.svg: tests/test_memory_masks_course.py). language.svg and
+masking.svg come out of a short training run, on one CPU thread with torch's deterministic algorithms: another
+processor's floating-point kernels may draw them with other bytes.
 """
 
 from __future__ import annotations
@@ -560,6 +567,198 @@ def language_figure() -> bytes:
     return svg(fig)
 
 
+# --- memory and masks: what one observation hides, what the LSTM keeps, what the mask rules out ----------------
+
+MEMORY_SEED = 0  # CartPoleNoVel's episode (reset seed) and the LSTM rollout's envs (reset seeds 0, 1, 2) and weights
+MEMORY_ENVS, MEMORY_STEPS = 3, 48  # the rollout the LSTM panel replays: N envs, T steps
+
+
+def novel_episode(seed: int = MEMORY_SEED) -> dict:
+    """One episode of ppo_lstm_memory.py's CartPoleNoVel-v1 under a rule that sees the angle alone, pushing the cart
+    the way the pole leans: {"obs": what the agent sees, [T, 2] (x, theta), "state": the physics' state the env steps
+    from, [T, 4] (x, x_dot, theta, theta_dot), "pair": two steps (t1, t2) of nearly the same angle on which the
+    pole turns opposite ways}."""
+    import gymnasium as gym
+
+    import ppo_lstm_memory  # noqa: F401  (registers CartPoleNoVel-v1)
+
+    env = gym.make("CartPoleNoVel-v1")
+    obs, _ = env.reset(seed=seed)
+    seen, states = [], []
+    while True:
+        seen.append(obs)
+        states.append(np.array(env.unwrapped.state, dtype=np.float64))
+        obs, _, terminated, truncated, _ = env.step(int(obs[1] > 0))
+        if terminated or truncated:
+            break
+    env.close()
+    seen, states = np.array(seen, dtype=np.float64), np.array(states)
+    theta, theta_dot = states[:, 2], states[:, 3]
+    # the two steps, at least 3 apart, whose angles are the closest (and not near 0) with angular velocities of
+    # opposite signs
+    pairs = [(abs(theta[i] - theta[j]), i, j) for i in range(len(theta)) for j in range(i + 3, len(theta))
+             if theta_dot[i] * theta_dot[j] < 0 and abs(theta[i]) > 0.03]
+    _, t1, t2 = min(pairs)
+    return {"obs": seen, "state": states, "pair": (t1, t2)}
+
+
+def lstm_rollout() -> dict:
+    """A rollout of MEMORY_STEPS steps of MEMORY_ENVS envs by ppo_lstm_memory.py's collect_rollout, with an untrained
+    Agent at the lesson's defaults (the second rollout of the run, so that it starts mid-episode from the state the
+    first left), then replayed as the update replays it: get_action_and_value over the whole rollout from
+    rollout.initial_state, its starts wiping the state. {"rollout", "handed": the state (h, c) the LSTM cell was
+    handed at each step of the replay, [T, N, 2H], and "features": its input there, [T, N, H], both recorded by a hook
+    on the cell, "logprobs": the replay's log pi(a_t|h_t), "agent"}."""
+    import ppo_lstm_memory as lesson
+
+    args = lesson.Args(num_envs=MEMORY_ENVS, num_steps=MEMORY_STEPS)
+    with kept_process_state():
+        torch.manual_seed(MEMORY_SEED)
+        with lesson.make_env(args) as env:
+            agent = lesson.Agent(env, args.hidden_size, args.lstm, args.norm_obs)
+        envs = lesson.make_envs(args)
+        obs, _ = envs.reset(seed=MEMORY_SEED)
+        memory = (obs, np.ones(args.num_envs, np.float32), agent.initial_state(args.num_envs))
+        for _ in range(2):
+            rollout = lesson.Rollout(args.num_steps, args.num_envs, envs.single_observation_space.shape)
+            memory, _, _ = lesson.collect_rollout(envs, agent, memory, rollout)
+        envs.close()
+        seen = []
+        hook = agent.memory.register_forward_pre_hook(lambda cell, inputs: seen.append(inputs))
+        with torch.no_grad():
+            _, logprobs, _, _, _ = agent.get_action_and_value(
+                torch.as_tensor(rollout.obs), rollout.initial_state, torch.as_tensor(rollout.starts),
+                torch.as_tensor(rollout.actions))
+        hook.remove()
+    return {"rollout": rollout, "handed": torch.stack([torch.cat(state, -1) for _, state in seen]).numpy(),
+            "features": torch.stack([feature for feature, _ in seen]), "logprobs": logprobs.numpy(), "agent": agent}
+
+
+def memory_figure() -> bytes:
+    episode, found = novel_episode(), lstm_rollout()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(7.2, 3.2), layout="constrained")
+    theta, theta_dot = episode["state"][:, 2], episode["state"][:, 3]
+    steps = np.arange(len(theta))
+    left.plot(steps, np.round(episode["obs"][:, 1], 6), color=BLUE, label=r"$\theta$, seen (the observation)")
+    left.set_xlabel("step of the episode")
+    left.set_ylabel(r"$\theta$ (rad)", color=BLUE)
+    twin = left.twinx()
+    twin.plot(steps, np.round(theta_dot, 6), color=ORANGE, linestyle="--", label=r"$\dot\theta$, hidden")
+    twin.set_ylabel(r"$\dot\theta$ (rad/s), not observed", color=ORANGE)
+    twin.spines["right"].set_visible(True)
+    for t, offset in zip(episode["pair"], ((3, -26), (6, 6))):
+        left.plot([t], [round(float(episode["obs"][t, 1]), 6)], marker="o", color="black")
+        twin.plot([t], [round(float(theta_dot[t]), 6)], marker="s", color=ORANGE)
+        left.annotate(f"t = {t}: $\\theta$ = {episode['obs'][t, 1]:.3f},\n$\\dot\\theta$ = {theta_dot[t]:+.2f}",
+                      (t, float(episode["obs"][t, 1])), textcoords="offset points", xytext=offset, fontsize=6.5)
+    left.set_title("CartPoleNoVel-v1 (ppo_lstm_memory.py), one episode of\na rule that sees $\\theta$ alone: push "
+                   f"the way the pole leans\n(reset seed {MEMORY_SEED}). Dots: the same angle, turning opposite ways",
+                   fontsize=7, loc="left")
+    lines = left.get_lines()[:1] + twin.get_lines()[:1]
+    left.legend(lines, [line.get_label() for line in lines], frameon=False, fontsize=6.5, loc="lower left")
+
+    rollout, handed = found["rollout"], found["handed"]
+    norms = np.round(np.linalg.norm(handed.astype(np.float64), axis=-1), 6)  # [T, N]
+    colours = [BLUE, ORANGE, GREEN]
+    for n in range(rollout.starts.shape[1]):
+        right.plot(np.arange(len(norms)), norms[:, n], color=colours[n], marker=".", markersize=3,
+                   label=f"env {n}")
+        for t in np.flatnonzero(rollout.starts[:, n]):
+            right.axvline(t, color=colours[n], linewidth=0.6, linestyle=":")
+    right.set_xlabel("step t of the rollout")
+    right.set_ylabel("$\\|(h, c)\\|$ the cell steps from")
+    right.legend(frameon=False, fontsize=6.5, loc="upper left", ncol=3)
+    gap = float(np.abs(found["logprobs"] - rollout.logprobs).max())
+    right.set_title(f"ppo_lstm_memory.py's get_states over a rollout of {len(norms)} steps\nof {norms.shape[1]} envs "
+                    "(untrained Agent): the state each step starts\nfrom; dotted: an episode's first step, where it "
+                    "is 0.\nReplayed from rollout.initial_state, the update's log $\\pi$\nis the rollout's: largest "
+                    f"difference {gap:.1g}", fontsize=7, loc="left")
+    return svg(fig)
+
+
+MASKING_RUN = {"updates": 20, "seed": 1}  # the short run of ppo_action_masking.train() the board's policy comes from
+MASKING_GAME_SEED, MASKING_MOVES = 0, 2  # the game: reset seed, and the policy's greedy moves before the board shown
+
+
+@functools.lru_cache(maxsize=1)
+def masking_board() -> dict:
+    """A board of TicTacToe-v0 (ppo_action_masking.py) after MASKING_MOVES greedy moves of the policy a short run of
+    the lesson's own train() left, each answered by the random opponent, and pi over its 9 cells on it by the lesson's
+    Agent.get_action_and_value: with the env's mask, and with every cell offered (--no-mask-actions' mask).
+    {"board": [9] (1 X, -1 O, 0 empty), "mask": [9], "masked" and "unmasked": {"pi": [9], "entropy"}, "args"}."""
+    import gymnasium as gym
+
+    import ppo_action_masking as lesson
+
+    run = MASKING_RUN
+    args = lesson.Args(seed=run["seed"], checkpoint_every=0)
+    args.total_timesteps = args.num_steps * run["updates"]
+    lesson.check_args(args)
+    with kept_process_state():
+        with tempfile.TemporaryDirectory() as folder, contextlib.chdir(folder), \
+                contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            lesson.train(args, None)
+            (path,) = Path(folder).glob("runs/*/checkpoint.pt")
+            ckpt = lesson.load_checkpoint(str(path))
+        env = gym.make(args.env_id)
+        agent = lesson.Agent(env, args.hidden_size)
+        lesson.restore_agent(agent, ckpt, str(path))
+        obs, info = env.reset(seed=MASKING_GAME_SEED)
+        with torch.no_grad():
+            for _ in range(MASKING_MOVES):
+                action, _, _, _ = agent.get_action_and_value(torch.as_tensor(obs), torch.as_tensor(info["action_mask"]),
+                                                             greedy=True)
+                obs, _, terminated, truncated, info = env.step(action.item())
+                assert not (terminated or truncated), "the game ended before the board the figure shows"
+            board, mask = env.unwrapped.board.copy(), info["action_mask"].copy()
+            found = {"board": board, "mask": mask, "args": args}
+            for name, offered in (("masked", mask), ("unmasked", np.ones_like(mask))):
+                x, m = torch.as_tensor(obs), torch.as_tensor(offered)
+                log_pi = torch.stack([agent.get_action_and_value(x, m, torch.tensor(a))[1] for a in range(len(mask))])
+                entropy = agent.get_action_and_value(x, m, torch.tensor(int(np.flatnonzero(mask)[0])))[2]
+                found[name] = {"pi": log_pi.exp().numpy().astype(np.float64), "entropy": float(entropy)}
+        env.close()
+    return found
+
+
+def masking_figure() -> bytes:
+    import ppo_action_masking as lesson
+
+    found, defaults = masking_board(), lesson.Hyperparameters()
+    fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.4), layout="constrained")
+    marks = {1: "X", -1: "O"}
+    titles = {"unmasked": "every cell offered (the mask all ones,\nas with --no-mask-actions)",
+              "masked": "the env's mask (info[\"action_mask\"]):\nthe taken cells' logits set to $-\\infty$"}
+    for ax, name in zip(axes, ("unmasked", "masked")):
+        pi = found[name]["pi"]
+        ax.imshow(np.round(pi, 4).reshape(3, 3), cmap="Blues", vmin=0, vmax=1)
+        for cell in range(9):
+            row, col = divmod(cell, 3)
+            taken = found["board"][cell] != 0
+            text = f"{marks.get(int(found['board'][cell]), '')}\n" if taken else ""
+            value = "exactly 0" if pi[cell] == 0 else f"{pi[cell]:.3f}" if pi[cell] >= 0.001 else f"{pi[cell]:.1e}"
+            ax.text(col, row, text + value, ha="center", va="center", fontsize=8,
+                    color="white" if pi[cell] > 0.5 else ("#b03030" if taken else "black"),
+                    fontweight="bold" if taken else "normal")
+        ax.set_xticks([])
+        ax.set_yticks([])
+        for spine in ax.spines.values():
+            spine.set_visible(False)
+        for k in (0.5, 1.5):
+            ax.axhline(k, color=GREY, linewidth=0.8)
+            ax.axvline(k, color=GREY, linewidth=0.8)
+        valid = found["mask"] == 1
+        ax.set_title(f"{titles[name]}\nsum over the empty cells {pi[valid].sum():.3f}, over the taken "
+                     f"{pi[~valid].sum():.3f};\nentropy {found[name]['entropy']:.3f} nats", fontsize=7)
+    run = MASKING_RUN
+    fig.suptitle(f"$\\pi$ over tic-tac-toe's 9 cells, by ppo_action_masking.py's Agent.get_action_and_value, after a "
+                 f"short run of its train()\n({run['updates']} updates of {found['args'].num_steps} steps, seed "
+                 f"{run['seed']}; the lesson's default: {defaults.total_timesteps // defaults.num_steps} updates), on "
+                 f"the board its greedy policy reached\nin the game of reset seed {MASKING_GAME_SEED} after "
+                 f"{MASKING_MOVES} moves (X: the agent, O: the random opponent; taken cells in red)", fontsize=7)
+    return svg(fig)
+
+
 # GRPO's worked example: four responses to one prompt and the reward model's scores of them (chosen by hand)
 GRPO_SCORES = [1.5, 0.5, 0.5, -0.5]
 
@@ -621,7 +820,7 @@ def pseudocode_block(root: Path = ROOT) -> str:
 def figures() -> dict[str, bytes]:
     return {"clip.svg": clip_figure(), "gae.svg": gae_figure(), "loop.svg": loop_figure(),
             "networks.svg": network_figure(), "autoreset.svg": autoreset_figure(), "atari.svg": atari_figure(),
-            "language.svg": language_figure()}
+            "language.svg": language_figure(), "memory.svg": memory_figure(), "masking.svg": masking_figure()}
 
 
 def between(text: str, name: str, body: str, where: str = LESSON0.name) -> str:

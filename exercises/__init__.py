@@ -945,6 +945,241 @@ GROUP_CASES = [
 ]
 
 
+# --- the LSTM's state through a rollout --------------------------------------------------------------------------
+
+# A one-unit LSTM cell (input 1, hidden 1) with fixed weights, its gates in torch's order: input i, forget f, cell g,
+# output o. By hand, one step from (h, c) on x:
+#     i = sigmoid(0.5 x + 0.4 h + 0.1)    f = sigmoid(-0.3 x + 0.6 h + 0.5)    g = tanh(0.8 x - 0.5 h)
+#     o = sigmoid(0.2 x + 0.3 h - 0.1)    c' = f c + i g                       h' = o tanh(c')
+TINY_LSTM = {"weight_ih": [[0.5], [-0.3], [0.8], [0.2]], "weight_hh": [[0.4], [0.6], [-0.5], [0.3]],
+             "bias_ih": [0.1, 0.5, 0.0, -0.1], "bias_hh": [0.0, 0.0, 0.0, 0.0]}
+
+
+def _tiny_cell() -> torch.nn.LSTMCell:
+    cell = torch.nn.LSTMCell(1, 1)
+    with torch.no_grad():
+        for name, value in TINY_LSTM.items():
+            getattr(cell, name).copy_(torch.tensor(value))
+    return cell
+
+
+def _by_hand(x: float, h: float, c: float) -> tuple[float, float]:
+    """One step of the tiny cell, worked out with its equations (not by torch): (h', c')."""
+    def sigmoid(z):
+        return 1 / (1 + np.exp(-z))
+    i, f = sigmoid(0.5 * x + 0.4 * h + 0.1), sigmoid(-0.3 * x + 0.6 * h + 0.5)
+    g, o = np.tanh(0.8 * x - 0.5 * h), sigmoid(0.2 * x + 0.3 * h - 0.1)
+    c = f * c + i * g
+    return float(o * np.tanh(c)), float(c)
+
+
+def _lstm_reference(cell, features, state, starts):
+    """The lesson's own code: ppo_lstm_memory.Agent.get_states on the given features (its encoder and normalization
+    stood in by the identity, its LSTM by `cell`)."""
+    import ppo_lstm_memory
+
+    stand_in = types.SimpleNamespace(encoder=lambda x: x, normalize=lambda x: x, memory=cell)
+    method = ppo_lstm_memory.Agent.get_states
+    method = getattr(method, "lessons", method)  # the lesson's own where train swapped a learner's in
+    return method(stand_in, features, state, starts)
+
+
+def _lstm_returned(got, what: str = "") -> tuple[torch.Tensor, tuple]:
+    if not (isinstance(got, tuple) and len(got) == 2 and isinstance(got[1], tuple) and len(got[1]) == 2):
+        raise Failed(f"{what}expected (the h_t of every step, (h, c) after the last step), got "
+                     f"{type(got).__name__}")
+    return got
+
+
+def _lstm_case(xs, h0, c0, starts, hidden, last):
+    """Run the learner's loop on the tiny cell: xs and starts [T, N] (the cell's one input), h0 and c0 [N]; check the
+    h_t of every step ([T, N], as worked out by hand) and the state after the last step (`last`: (h, c), [N] each)."""
+    def run(fn):
+        features = torch.tensor(xs, dtype=torch.float32)[..., None]
+        state = (torch.tensor(h0, dtype=torch.float32)[:, None], torch.tensor(c0, dtype=torch.float32)[:, None])
+        with torch.no_grad():
+            got, (h, c) = _lstm_returned(fn(_tiny_cell(), features, state, torch.tensor(starts, dtype=torch.float32)))
+        close(got, np.asarray(hidden)[..., None], "the h_t of every step, [T, N, hidden]: ")
+        close(h, np.asarray(last[0])[:, None], "h after the last step (what the next rollout goes on from): ")
+        close(c, np.asarray(last[1])[:, None], "c after the last step (what the next rollout goes on from): ")
+    return run
+
+
+def _lstm_random(fn):
+    """30 random rollouts (T 1 to 8 steps, N 1 to 4 envs, random cells of 1 to 3 inputs and 1 to 4 units, episode
+    starts anywhere, a random state to start from) against the lesson's get_states."""
+    rng = np.random.default_rng(9)
+    for k in range(30):
+        steps, envs = int(rng.integers(1, 9)), int(rng.integers(1, 5))
+        inputs, units = int(rng.integers(1, 4)), int(rng.integers(1, 5))
+        torch.manual_seed(k)
+        cell = torch.nn.LSTMCell(inputs, units)
+        features = torch.tensor(rng.normal(size=(steps, envs, inputs)), dtype=torch.float32)
+        state = tuple(torch.tensor(rng.normal(size=(envs, units)), dtype=torch.float32) for _ in range(2))
+        starts = torch.tensor((rng.random((steps, envs)) < 0.3).astype(np.float32))
+        where = (f"random rollout {k + 1} of 30 (T = {steps}, N = {envs}, starts at (t, env) "
+                 f"{[tuple(map(int, i)) for i in np.argwhere(starts.numpy())]}): ")
+        with torch.no_grad():
+            got, (h, c) = _lstm_returned(fn(cell, features, state, starts), where)
+            expected, (h_, c_) = _lstm_reference(cell, features, state, starts)
+        close(got, expected.numpy(), f"{where}the h_t of every step: ")
+        close(h, h_.numpy(), f"{where}h after the last step: ")
+        close(c, c_.numpy(), f"{where}c after the last step: ")
+
+
+_S1 = _by_hand(1.0, 0.5, -0.8)  # one step from the state given: (h, c) = (0.5, -0.8), x = 1
+_Z1 = _by_hand(1.0, 0.0, 0.0)  # the same step from zeros
+_Z2 = _by_hand(-0.5, *_Z1)  # from there, on x = -0.5
+LSTM_CASES = [
+    Case("one env, one step, mid-episode (starts = 0): the cell steps from the state given",
+         "starts[0] = 0: the rollout begins mid-episode, and the cell goes on from `state`, the state the last rollout "
+         "left, not from zeros; return the h_t of every step and the state after the last",
+         _lstm_case([[1.0]], [0.5], [-0.8], [[0.0]], [[_S1[0]]], ([_S1[0]], [_S1[1]]))),
+    Case("one env, one step that starts an episode (starts = 1): the cell steps from zeros",
+         "where starts[t] = 1, features[t] is a new episode's first step: the last episode's state says nothing about "
+         "it, so the state is wiped before the cell steps on it, not after",
+         _lstm_case([[1.0]], [0.5], [0.0], [[1.0]], [[_Z1[0]]], ([_Z1[0]], [_Z1[1]]))),
+    Case("an episode's first step where the state's c is not 0 (h = 0): c is wiped too",
+         "the state is the pair (h, c), and c is the cell's memory, which h only shows through a gate: a new "
+         "episode starts with both at zeros",
+         _lstm_case([[1.0]], [0.0], [-0.8], [[1.0]], [[_Z1[0]]], ([_Z1[0]], [_Z1[1]]))),
+    Case("three steps, an episode starting at t = 1 (the middle): wiped there, carried from t = 1 to t = 2",
+         "the state after step t is the one step t + 1 starts from: carry it from step to step, and wipe it only "
+         "where starts[t + 1] = 1",
+         _lstm_case([[1.0], [1.0], [-0.5]], [0.5], [-0.8], [[0.0], [1.0], [0.0]], [[_S1[0]], [_Z1[0]], [_Z2[0]]],
+                    ([_Z2[0]], [_Z2[1]]))),
+    Case("two envs side by side, the second starting an episode at t = 1, the first going on",
+         "each env is its own row of the state: (1 - starts[t]) holds one flag per env, [N], to multiply each env's "
+         "[hidden] state with, not one flag for all",
+         _lstm_case([[1.0, 1.0], [-0.5, 1.0]], [0.0, 0.5], [0.0, -0.8], [[1.0, 0.0], [0.0, 1.0]],
+                    [[_Z1[0], _S1[0]], [_Z2[0], _Z1[0]]], ([_Z2[0], _Z1[0]], [_Z2[1], _Z1[1]]))),
+    Case("random rollouts against the lesson's get_states",
+         "every case above at once: any T, any N, starts anywhere, cells of any size", _lstm_random),
+]
+
+
+# --- the masked policy's log-probabilities and entropy ---------------------------------------------------------
+
+def _masking_reference(logits, mask):
+    """The lesson's own code: ppo_action_masking.Agent.get_action_and_value on the given logits (its trunk and actor
+    stood in by the identity), asked for each action's log pi in turn; (log pi [..., A], the entropy [...])."""
+    import ppo_action_masking
+
+    stand_in = types.SimpleNamespace(trunk=lambda x: x, actor=lambda h: h,
+                                     critic=lambda h: torch.zeros(h.shape[:-1] + (1,), dtype=h.dtype))
+    method = ppo_action_masking.Agent.get_action_and_value
+    method = getattr(method, "lessons", method)  # the lesson's own where train swapped a learner's in
+    found = [method(stand_in, logits, mask, torch.full(logits.shape[:-1], a, dtype=torch.long))
+             for a in range(logits.shape[-1])]
+    return torch.stack([log_prob for _, log_prob, _, _ in found], -1), found[0][2]
+
+
+def _masked_returned(got, logits, what: str = "") -> tuple[torch.Tensor, torch.Tensor]:
+    """The learner's (log pi, entropy), each a tensor of its shape, log pi free of nan."""
+    if not (isinstance(got, tuple) and len(got) == 2 and all(isinstance(x, torch.Tensor) for x in got)):
+        raise Failed(f"{what}expected a pair of tensors (log pi [..., A], the entropy [...]), got {type(got).__name__}")
+    log_pi, entropy = got
+    if tuple(log_pi.shape) != tuple(logits.shape) or tuple(entropy.shape) != tuple(logits.shape[:-1]):
+        raise Failed(f"{what}expected log pi of shape {tuple(logits.shape)} and the entropy of shape "
+                     f"{tuple(logits.shape[:-1])}, got {tuple(log_pi.shape)} and {tuple(entropy.shape)}")
+    if torch.isnan(log_pi).any():
+        raise Failed(f"{what}log pi: expected numbers (-inf where invalid), got nan: {log_pi.detach().numpy()}")
+    return log_pi, entropy
+
+
+def _masked_case(logits, mask, log_pi=None, entropy=None, zero=False, finite=False, grads=None):
+    """Check what the case names, on float64 logits: `zero`, each invalid action's probability exp(log pi) exactly 0;
+    `log_pi`, the valid actions' log pi ([..., A], invalid entries ignored); `finite`, the entropy finite; `entropy`,
+    its value; `grads`, (a, d log pi(a)/d logits, d H/d logits) of a one-state case, by autograd."""
+    def run(fn):
+        x = torch.tensor(logits, dtype=torch.float64, requires_grad=grads is not None)
+        valid = torch.tensor(mask, dtype=torch.bool)
+        got, h = _masked_returned(fn(x, valid), x)
+        if zero:
+            pi = got.detach().exp()
+            if not torch.all(pi[~valid] == 0):
+                raise Failed(f"an invalid action's probability, exp(log pi): expected exactly 0, got "
+                             f"{pi[~valid].numpy()}")
+        if log_pi is not None:
+            close(got.detach()[valid], np.asarray(log_pi)[np.asarray(mask)], "log pi of the valid actions: ")
+        if finite and not torch.isfinite(h).all():
+            raise Failed(f"the entropy: expected a finite number, got {h.detach().numpy()}")
+        if entropy is not None:
+            close(h.detach(), entropy, "the entropy: ")
+        if grads is not None:
+            action, of_log_pi, of_entropy = grads
+            for what, value, expected in (("log pi(a)", got[action], of_log_pi), ("the entropy", h, of_entropy)):
+                if not value.requires_grad:
+                    raise Failed(f"expected {what} to carry the gradient to the logits, got one that carries none: "
+                                 "compute it from `logits` with torch operations")
+                (grad,) = torch.autograd.grad(value, x, retain_graph=True)
+                close(grad, expected, f"the gradient of {what} in the logits: ")
+    return run
+
+
+def _masked_random(fn):
+    """30 random batches (1 to 5 states, 2 to 9 actions, 1 to all of them valid) against the lesson's Agent."""
+    rng = np.random.default_rng(10)
+    for k in range(30):
+        states, actions = int(rng.integers(1, 6)), int(rng.integers(2, 10))
+        logits = torch.tensor(rng.normal(size=(states, actions)) * 3, dtype=torch.float32)
+        mask = rng.random((states, actions)) < rng.uniform(0.2, 1)
+        mask[np.arange(states), rng.integers(0, actions, states)] = True  # at least one valid action each
+        mask = torch.tensor(mask)
+        where = f"random batch {k + 1} of 30 ({states} states, {actions} actions, {int(mask.sum())} valid): "
+        got, h = _masked_returned(fn(logits.clone(), mask.clone()), logits, where)
+        expected, h_ = _masking_reference(logits, mask)
+        if not torch.all(got.detach().exp()[~mask] == 0):
+            raise Failed(f"{where}an invalid action's probability: expected exactly 0, got "
+                         f"{got.detach().exp()[~mask].numpy()}")
+        close(got.detach()[mask], expected[mask].numpy(), f"{where}log pi of the valid actions: ")
+        close(h.detach(), h_.numpy(), f"{where}the entropy: ")
+
+
+LN3 = float(np.log(3))
+H_QUARTER = float(-(0.25 * np.log(0.25) + 0.75 * np.log(0.75)))  # the entropy of (1/4, 3/4): 0.5623
+MASKED_CASES = [
+    Case("every action valid, two of them: the plain softmax",
+         "mask is True where an action is valid: with all valid it changes nothing, and log pi is the log-softmax of "
+         "the logits over the last axis",
+         _masked_case([0.0, LN3], [True, True], log_pi=[np.log(0.25), np.log(0.75)], entropy=H_QUARTER)),
+    Case("three actions, the third invalid (a taken cell): its probability exactly 0",
+         "an invalid action's logit becomes -inf before the softmax, and exp(-inf) = 0: its probability is exactly "
+         "0; a finite penalty on the logit (or none) leaves it some",
+         _masked_case([0.0, LN3, 5.0], [True, True, False], zero=True)),
+    Case("the same three actions: the two valid ones renormalized among themselves",
+         "the softmax's normalizer sums exp(l_b) over the valid actions alone, so their probabilities sum to 1 "
+         "(here 1/4 and 3/4); zeroing the invalid ones after an ordinary softmax leaves them summing to less",
+         _masked_case([0.0, LN3, 5.0], [True, True, False], log_pi=[np.log(0.25), np.log(0.75), 0.0])),
+    Case("the same three actions: the entropy is a number, not nan",
+         "an invalid action's term is 0 log 0, 0 in the limit; but in floating point 0 * -inf is nan: leave the "
+         "invalid actions' terms out of the sum",
+         _masked_case([0.0, LN3, 5.0], [True, True, False], finite=True)),
+    Case("the same three actions: the entropy of the masked pi, over the valid actions",
+         "H = -sum over the valid a of pi(a) log pi(a), with the masked pi, the distribution the policy acts from "
+         "(here that of 1/4 and 3/4), not the entropy of the softmax over every action",
+         _masked_case([0.0, LN3, 5.0], [True, True, False], entropy=H_QUARTER)),
+    Case("one valid action of three: probability 1, entropy 0",
+         "with one valid action the policy has no choice: log pi = 0 for it, and nothing is uncertain, H = 0",
+         _masked_case([2.0, -1.0, 0.5], [False, True, False], log_pi=[0.0, 0.0, 0.0], entropy=0.0, zero=True)),
+    Case("a batch of two states, four actions, each with its own mask",
+         "one distribution per state: the softmax and the entropy's sum run over the last axis, the actions, each "
+         "row with its own mask",
+         _masked_case([[0.0, LN3, 1.0, 2.0], [1.0, 1.0, 1.0, 1.0]], [[True, True, False, False], [True, False, True, True]],
+                      log_pi=[[np.log(0.25), np.log(0.75), 0, 0], [np.log(1 / 3), 0, np.log(1 / 3), np.log(1 / 3)]],
+                      entropy=[H_QUARTER, LN3], zero=True)),
+    Case("the gradients, in the three actions' logits, the third invalid: none reaches it",
+         "d log pi(a)/d l_b = 1[a = b] - pi(b), 0 for an invalid b, and the entropy's gradient must be finite too: "
+         "the backward pass of pi * log pi meets 0 * -inf at an invalid action even where the forward pass left its "
+         "term out, so keep -inf out of the product itself",
+         _masked_case([0.0, LN3, 5.0], [True, True, False],
+                      grads=(1, [-0.25, 0.25, 0.0],
+                             [-0.25 * (np.log(0.25) + H_QUARTER), -0.75 * (np.log(0.75) + H_QUARTER), 0.0]))),
+    Case("random batches against the lesson's Agent", "every case above at once: any number of actions and of valid "
+         "ones", _masked_random),
+]
+
+
 EXERCISES = {e.name: e for e in [
     Exercise("reinforce", "reinforce_loss", "course/ppo-on-one-page.md", "REINFORCE: the policy gradient with the "
              "reward-to-go, before PPO", (
@@ -1036,6 +1271,37 @@ EXERCISES = {e.name: e for e in [
                  "The stack is in time order on a new first axis, [k, 84, 84], the oldest first: the network's "
                  "first convolution reads the k frames as its input channels.",
                  "A reset refills the stack: a new episode must not begin beside the last episode's frames.")),
+    Exercise("lstm_state", "lstm_steps", "ppo_lstm_memory.py", "The LSTM's state through a rollout: carried "
+             "from step to step, wiped where an episode starts", (
+                 "The state is wiped before the cell steps on an episode's first observation, not after: wiped after, "
+                 "the first step reads the last episode's memory, and the flag's wipe lands on the second step, one "
+                 "step late. Reading starts as dones (the episode's last step) makes the same mistake.",
+                 "Both h and c: c is the cell's memory, which h only shows through its output gate. Wiping h alone "
+                 "leaves the last episode in c, and the new episode's first h is made from it.",
+                 "The flag is one per env, (1 - starts[t]) broadcast over each env's [hidden] state: the N envs of a "
+                 "rollout start their episodes at steps of their own.",
+                 "The state handed in is where the rollout starts, mid-episode as a rule (starts[0] = 0): the cell "
+                 "goes on from it, and the state after the last step is what the next rollout goes on from. The "
+                 "update replays each env's T steps from the same kept state with the same starts, so that h_t, and "
+                 "log pi(a_t|h_t), are pi_old's again.")),
+    Exercise("masked_distribution", "masked_log_pi_and_entropy", "ppo_action_masking.py", "The masked policy: "
+             "invalid actions at probability exactly 0, the valid ones renormalized, the entropy over them", (
+                 "The logits of the invalid actions are set to -inf before the softmax (or to a number so negative "
+                 "that its exp is 0, as sb3-contrib's -1e8): their probability is exactly 0 and the normalizer sums "
+                 "over the valid actions alone. Zeroing the probabilities after an ordinary softmax leaves the valid "
+                 "ones summing to less than 1; a modest penalty leaves the invalid ones some probability.",
+                 "The entropy is the masked pi's, over the valid actions: an invalid action's term is 0 log 0, whose "
+                 "limit is 0, but 0 * -inf is nan in floating point: in the forward pass, and in the backward pass "
+                 "of pi * log pi too, where torch.where or nan_to_num around the product keeps the nan out of the "
+                 "value but not out of the gradient. The lesson replaces an invalid action's log pi by 0 before the "
+                 "product.",
+                 "The entropy of the softmax over every action is another distribution's: it rewards spreading "
+                 "probability onto the moves the mask rules out.",
+                 "The gradient of log pi(a) reaches the valid logits only: d log pi(a)/d l_b = 1[a = b] - pi(b) is 0 "
+                 "for an invalid b, and a masked logit is a constant; what the update climbs is a policy gradient of "
+                 "the masked policy ([IAM]).",
+                 "One distribution per state: the softmax and the sums run over the last axis, each state with its "
+                 "own mask.")),
     Exercise("kl_reward", "per_token_rewards", "ppo_rlhf_tiny.py", "RLHF's per-token reward: the reward model's "
              "score on the last token, the KL penalty to pi_ref on every token", (
                  "R judges the whole response once: its score is added on the response's last real token only. Added "
@@ -1072,12 +1338,13 @@ EXERCISES = {e.name: e for e in [
 ]}
 CASES = {"reinforce": REINFORCE_CASES, "gae": GAE_CASES, "clip": CLIP_CASES, "loss": LOSS_CASES,
          "value_clip": VALUE_CASES, "rollout": ROLLOUT_CASES, "gaussian": GAUSSIAN_CASES, "kl_beta": BETA_CASES,
-         "max_and_skip": SKIP_CASES, "frame_stack": STACK_CASES, "kl_reward": KL_REWARD_CASES,
-         "group_advantage": GROUP_CASES}
+         "max_and_skip": SKIP_CASES, "frame_stack": STACK_CASES, "lstm_state": LSTM_CASES,
+         "masked_distribution": MASKED_CASES, "kl_reward": KL_REWARD_CASES, "group_advantage": GROUP_CASES}
 # The lesson's code, where it is not a function of that name; REINFORCE, which no lesson holds: its own file's.
-REFERENCES = {"gaussian": _pendulum_gaussian, "loss": _cartpole_loss,
-              "reinforce": "exercises.reinforce_cartpole:reinforce_loss"}
-SHOWN = {"gaussian": "ppo_pendulum_continuous:Agent.get_action_and_value"}
+REFERENCES = {"gaussian": _pendulum_gaussian, "loss": _cartpole_loss, "lstm_state": _lstm_reference,
+              "masked_distribution": _masking_reference, "reinforce": "exercises.reinforce_cartpole:reinforce_loss"}
+SHOWN = {"gaussian": "ppo_pendulum_continuous:Agent.get_action_and_value", "lstm_state": "ppo_lstm_memory:Agent.get_states",
+         "masked_distribution": "ppo_action_masking:Agent.get_action_and_value"}
 
 
 def check(name: str, fn: Callable | None = None) -> list[str]:

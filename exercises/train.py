@@ -18,6 +18,13 @@ is shown R, learned from that rule's preferences), against the record of python 
 (benchmarks/results/language/curves.csv, one row per rollout), the final value and the start each the mean of 3
 rollouts (192 responses). Not by the return: PPO's, R - beta KL, is summed from the learner's own per-token rewards,
 so a wrong function would move the very measure it is judged by.
+
+The masking lesson (ppo_action_masking.py) is placed against the record of python -m benchmarks.masking
+(benchmarks/results/masking/curves.csv): the training games' mean return in bins of 2048 steps, which the learner's
+games are binned into too, the final value and the start each the mean of 3 bins. The memory lesson
+(ppo_lstm_memory.py) against python -m benchmarks.memory's LSTM runs (benchmarks/results/memory/lstm-curves.csv, the
+episodes of each seed), at the lesson's whole budget, 500,000 steps: the learning rate anneals over it, so a shorter
+run would be another recipe, with no record to place it in.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ import torch
 from benchmarks.core import launch
 from benchmarks.core.records import curves_path, load_points, read_csv, read_rows
 from benchmarks.core.runs import read_scalars
+from benchmarks.core.stats import binned_means
 
 RESULTS = launch.ROOT / "benchmarks" / "results"
 BINS = 20  # a curve's bins over the run's steps
@@ -40,6 +48,8 @@ WINDOW = 20  # episodes in the final return (and the start)
 MARGIN = 0.05  # of the lessons' gain, below their lowest score, still within the band
 LEARNING = 0.25  # of the lessons' gain, the least a final return must make to be learning at all
 LANGUAGE_WINDOW = 3  # rollouts in a language lesson's final hidden score (and its start): 3 x 64 responses
+MASKING_BIN = 2048  # env steps a point of benchmarks.masking's curves averages over (its BIN)
+MASKING_WINDOW = 3  # bins in the masking lesson's final return (and its start): 3 x 2048 steps
 
 
 @dataclass(frozen=True)
@@ -53,6 +63,10 @@ class Training:
     # hidden score)
     window: int = WINDOW  # points in the final value and the start
     what: str = "return"  # the curve's name, in the verdict
+    column: str = "hidden_score"  # a record of binned points (`setting` given): the column its curve is in
+    bin: int | None = None  # the learner's episodes averaged in bins of this many steps, as the record's points are
+    total_steps: int | None = None  # the record's budget, where it has no runs' CSV that says it (memory's)
+    places: int = 1  # decimals in the verdict's numbers (a tic-tac-toe return lies between -1 and 1)
 
 
 CARTPOLE = Training("ppo_cartpole.py", (), "ppo_cartpole", "about 20 seconds")
@@ -75,10 +89,18 @@ TRAININGS = {
                           "objective/hidden_score", LANGUAGE_WINDOW, "hidden score"),
     "group_advantage": Training("grpo_rlhf_tiny.py", (), "language/curves", "about a minute", "grpo",
                                 "objective/hidden_score", LANGUAGE_WINDOW, "hidden score"),
+    # The lesson's 500,000 steps (benchmarks/results/memory/runs.csv: 326 s for seed 1 on 2 CPU cores).
+    "lstm_state": Training("ppo_lstm_memory.py", (), "memory/lstm", "about 5 to 6 minutes", total_steps=500_000),
+    "masked_distribution": Training("ppo_action_masking.py", (), "masking/curves", "about 30 seconds", "mask",
+                                    window=MASKING_WINDOW, column="return", bin=MASKING_BIN, places=3),
 }
 ATTRIBUTES = {"gae": "compute_gae", "clip": "clipped_surrogate_loss", "value_clip": "clipped_value_loss",
               "rollout": "collect_rollout", "kl_beta": "adapt_kl_beta", "kl_reward": "per_token_rewards",
               "group_advantage": "group_advantages"}
+# The lessons' methods an exercise's swap replaces (the others replace a module attribute, ATTRIBUTES's), put back
+# after the run.
+METHODS = {"gaussian": "get_action_and_value", "masked_distribution": "get_action_and_value",
+           "lstm_state": "get_states"}
 # The wrappers' lesson learns in hours: its shortest committed run, 500,000 steps on 2 CPU cores, took 14 minutes
 # to a return of 13.5 (benchmarks/results/ppo_breakout_atari-bf16.csv). Their check's last case runs them against
 # the lesson's on random frames instead.
@@ -110,21 +132,38 @@ def edited_source(name: str) -> str:
 
 
 def swap(name: str, lesson, fn: Callable) -> None:
-    """The lesson's own function replaced by `fn`; for the Gaussian, the lesson's Agent computing its
-    log-probability and entropy with it."""
-    if name != "gaussian":
+    """The lesson's own function replaced by `fn`; where the exercise's code is part of a method of the lesson's
+    Agent (METHODS), that method replaced by one that calls `fn` for it: the Gaussian's log-probability and entropy,
+    the masked policy's, the LSTM's step loop."""
+    if name not in METHODS:
         setattr(lesson, ATTRIBUTES[name], fn)
         return
 
-    def get_action_and_value(self, x: torch.Tensor, action=None, greedy: bool = False):
-        mean, logstd = self.get_distribution(x)
-        if action is None:
-            action = mean if greedy else mean + logstd.exp() * torch.randn_like(mean)
-        log_prob, entropy = fn(mean, logstd, action)
-        return action, log_prob, entropy, self.get_value(x)
+    if name == "gaussian":
+        def method(self, x: torch.Tensor, action=None, greedy: bool = False):
+            mean, logstd = self.get_distribution(x)
+            if action is None:
+                action = mean if greedy else mean + logstd.exp() * torch.randn_like(mean)
+            log_prob, entropy = fn(mean, logstd, action)
+            return action, log_prob, entropy, self.get_value(x)
+    elif name == "masked_distribution":  # ppo_action_masking.py's Agent.get_action_and_value, its pi the learner's
+        def method(self, x: torch.Tensor, mask: torch.Tensor, action=None, greedy: bool = False):
+            hidden = self.trunk(x)
+            log_pi, entropy = fn(self.actor(hidden), mask.bool())
+            if action is None:
+                action = log_pi.argmax(-1) if greedy else torch.multinomial(log_pi.exp(), 1).squeeze(-1)
+            log_prob = log_pi.gather(-1, action.unsqueeze(-1)).squeeze(-1)
+            return action, log_prob, entropy, self.critic(hidden).squeeze(-1)
+    else:  # lstm_state: ppo_lstm_memory.py's Agent.get_states, its step loop the learner's
+        def method(self, x: torch.Tensor, state: tuple, starts: torch.Tensor):
+            features = self.encoder(self.normalize(x))
+            if not isinstance(self.memory, torch.nn.LSTMCell):  # --no-lstm: no state to carry
+                return self.memory(features), state
+            return fn(self.memory, features, state, starts)
 
-    get_action_and_value.lessons = lesson.Agent.get_action_and_value  # (the lesson's own, for the reference)
-    lesson.Agent.get_action_and_value = get_action_and_value
+    attribute = METHODS[name]
+    method.lessons = getattr(lesson.Agent, attribute)  # (the lesson's own, for the reference)
+    setattr(lesson.Agent, attribute, method)
 
 
 def curve_score(episodes: list[tuple[int, float]], total_steps: int) -> float:
@@ -155,15 +194,17 @@ class Band:
         return statistics.fmean(self.finals) - self.start
 
 
-def band(record: str, setting: str | None = None, window: int = WINDOW) -> Band:
-    """The committed runs of a recipe: benchmarks/results/<record>.csv's rows and their curves. With `setting`, a
-    language lesson's: the hidden score of each rollout of that setting's seeds in the record's curves.csv."""
+def band(record: str, setting: str | None = None, window: int = WINDOW, column: str = "hidden_score",
+         total_steps: int | None = None) -> Band:
+    """The committed runs of a recipe: benchmarks/results/<record>.csv's rows and their curves (<record>-curves.csv;
+    with `total_steps`, the curves alone). With `setting`, a record of binned points (a language lesson's, the
+    masking lesson's): `column` of each point of that setting's seeds in <record>.csv."""
     if setting is not None:
-        return language_band(record, setting, window)
+        return language_band(record, setting, window, column)
     csv = RESULTS / f"{record}.csv"
-    rows = read_rows(csv)
+    if total_steps is None:
+        total_steps = int(read_rows(csv)[0]["total_steps"])
     points = [p for p in load_points(curves_path(csv)) if p["kind"] == "training"]
-    total_steps = int(rows[0]["total_steps"])
     scores, finals, firsts = [], [], []
     for seed in sorted({p["seed"] for p in points}, key=int):
         episodes = [(p["env_steps"], p["value"]) for p in points if p["seed"] == seed]
@@ -173,30 +214,43 @@ def band(record: str, setting: str | None = None, window: int = WINDOW) -> Band:
     return Band(scores, finals, statistics.fmean(firsts), total_steps)
 
 
-def language_band(record: str, setting: str, window: int) -> Band:
-    """A language lesson's runs in benchmarks/results/<record>.csv (python -m benchmarks.language's curves.csv: one
-    row per rollout, its hidden score): the seeds of `setting`, each rollout a point at its step."""
-    rows = read_csv(RESULTS / f"{record}.csv", {"seed": int, "step": int, "hidden_score": float}, "record")
+def language_band(record: str, setting: str, window: int, column: str = "hidden_score") -> Band:
+    """A record of binned points in benchmarks/results/<record>.csv (python -m benchmarks.language's curves.csv: one
+    row per rollout, its hidden score; benchmarks.masking's: one per bin of steps, its mean return): the seeds of
+    `setting`, each point at its step, its value in `column`."""
+    rows = read_csv(RESULTS / f"{record}.csv", {"seed": int, "step": int, column: float}, "record")
     rows = [row for row in rows if row["setting"] == setting]
     if not rows:
         raise ValueError(f"benchmarks/results/{record}.csv holds no runs of {setting}")
     total_steps = max(row["step"] for row in rows)
     scores, finals, firsts = [], [], []
     for seed in sorted({row["seed"] for row in rows}):
-        points = sorted((row["step"], row["hidden_score"]) for row in rows if row["seed"] == seed)
+        points = sorted((row["step"], row[column]) for row in rows if row["seed"] == seed)
         scores.append(curve_score(points, total_steps))
         finals.append(statistics.fmean(v for _, v in points[-window:]))
         firsts += [v for _, v in points[:window]]
     return Band(scores, finals, statistics.fmean(firsts), total_steps)
 
 
-def verdict(score: float, final: float, lessons: Band, what: str = "return") -> str:
+def record_band(training: Training) -> Band:
+    """The band of the record an exercise's training is placed in."""
+    return band(training.record, training.setting, training.window, training.column, training.total_steps)
+
+
+def binned(points: list[tuple[int, float]], width: int) -> list[tuple[int, float]]:
+    """(step, value) points as a record of binned means has them (benchmarks.core.stats.binned_means): for each bin
+    of `width` steps some point fell in, the bin's end and the mean of its values."""
+    return [(p["step"], p["mean_return"]) for p in binned_means(points, width)]
+
+
+def verdict(score: float, final: float, lessons: Band, what: str = "return", places: int = 1) -> str:
     """Where a curve (its score and final return, or the `what` it plots) lies against the lessons' band: within it,
-    slower, or not learning, with the numbers that decided."""
+    slower, or not learning, with the numbers that decided (to `places` decimals)."""
     low, high = min(lessons.scores), max(lessons.scores)
-    said = (f"your curve's score {score:.1f}, the lesson's {low:.1f} to {high:.1f} (mean "
-            f"{statistics.fmean(lessons.scores):.1f}) over its {len(lessons.scores)} seeds; your final {what} "
-            f"{final:.1f}, theirs {min(lessons.finals):.1f} to {max(lessons.finals):.1f}, from {lessons.start:.1f} at "
+    f = f".{places}f"
+    said = (f"your curve's score {score:{f}}, the lesson's {low:{f}} to {high:{f}} (mean "
+            f"{statistics.fmean(lessons.scores):{f}}) over its {len(lessons.scores)} seeds; your final {what} "
+            f"{final:{f}}, theirs {min(lessons.finals):{f}} to {max(lessons.finals):{f}}, from {lessons.start:{f}} at "
             "the start")
     if final < lessons.start + LEARNING * lessons.gain:
         return (f"not learning: {said}. Your function passes its cases, so look at what differs on real data: "
@@ -213,7 +267,8 @@ def train(name: str, fn: Callable | None, more: tuple[str, ...] = (), lessons: B
     training = TRAININGS[name]
     lesson = launch.import_lesson(training.lesson)
     own = getattr(lesson, ATTRIBUTES.get(name, "Agent"))
-    saved = lesson.Agent.get_action_and_value
+    methods = {attribute: lesson.Agent.__dict__[attribute] for attribute in set(METHODS.values())
+               if attribute in lesson.Agent.__dict__}
     exp_name = f"exercise-{name}-{time.time_ns()}"
     argv = [*training.flags, "--seed", "1", "--exp-name", exp_name, *more]
     if fn is not None and name in EDITS:
@@ -231,7 +286,8 @@ def train(name: str, fn: Callable | None, more: tuple[str, ...] = (), lessons: B
         return [f"{training.lesson} stopped: your function raised {type(error).__name__}: {error}"]
     finally:  # the lesson as it was, for whatever runs next in this process
         setattr(lesson, ATTRIBUTES.get(name, "Agent"), own)
-        lesson.Agent.get_action_and_value = saved
+        for attribute, method in methods.items():
+            setattr(lesson.Agent, attribute, method)
     if code != 0:
         return [f"{training.lesson} stopped with exit code {code}"]
     (run_dir,) = Path("runs").glob(f"*__{exp_name}__1__*")
@@ -241,9 +297,11 @@ def train(name: str, fn: Callable | None, more: tuple[str, ...] = (), lessons: B
                    else f"nothing logged to {training.tag}")
         return [f"{run_dir}: {nothing}, nothing to compare"]
     episodes = [(event.step, event.value) for event in events]
-    lessons = lessons or band(training.record, training.setting, training.window)
+    if training.bin is not None:  # averaged as the record's points are
+        episodes = binned(episodes, training.bin)
+    lessons = lessons or record_band(training)
     score = curve_score(episodes, lessons.total_steps)
     final = statistics.fmean(v for _, v in episodes[-training.window:])
     return [f"your run: {run_dir} (its curves: tensorboard --logdir {run_dir})",
             f"the lesson's runs: benchmarks/results/{training.record}.csv",
-            verdict(score, final, lessons, training.what)]
+            verdict(score, final, lessons, training.what, training.places)]

@@ -116,7 +116,7 @@ def test_lesson0_page_typesets_every_formula_and_links_into_the_site(tmp_path):
     assert html.count('<span class="katex">') == len(_MATH.findall(text)) >= 100
     assert "MATHPLACE" not in html and "$$" not in html
     sources = re.findall(r'<img [^>]*src="([^"]+)"', html)
-    assert len(sources) == 7 and all((tmp_path / src).is_file() for src in sources)  # (the 7th: language.svg)
+    assert len(sources) == 9 and all((tmp_path / src).is_file() for src in sources)  # (language, memory, masking)
     lines = re.findall(r'href="lessons/ppo_cartpole\.html#L(\d+)"', html)
     assert len(lines) == len(figures.PSEUDOCODE)
     assert html.count("<details>") == text.count("<details>") >= 4

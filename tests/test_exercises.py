@@ -271,6 +271,62 @@ def group_advantage(mean="group", std="unbiased", eps=1e-4, groups="consecutive"
     return fn
 
 
+def lstm_state(wipe="before", what=("h", "c"), per_env=True, carry=True, from_zeros=False):
+    """lstm_steps with one typical mistake: no wipe, the wipe after the step, starts read as dones (the wipe one step
+    late), h wiped alone (or c alone), one flag for all envs, each step from the rollout's first state (not carried),
+    the rollout started from zeros."""
+    def fn(cell, features, state, starts):
+        if from_zeros:
+            state = (torch.zeros_like(state[0]), torch.zeros_like(state[1]))
+        initial, outputs = state, []
+        for t, (feature, start) in enumerate(zip(features, starts)):
+            if wipe == "late":  # the flag read as "the episode ended here": its wipe before the next step
+                start = starts[t - 1] if t else torch.zeros_like(start)
+            keep = (1.0 - start).unsqueeze(-1)
+            if not per_env:
+                keep = torch.zeros_like(keep) if start.any() else torch.ones_like(keep)
+            source = state if carry else initial
+            if wipe in ("before", "late"):
+                source = tuple(keep * x if name in what else x for name, x in zip("hc", source))
+            state = cell(feature, source)
+            outputs.append(state[0])
+            if wipe == "after":
+                state = tuple(keep * x for x in state)
+        return torch.stack(outputs), state
+    return fn
+
+
+def masked_distribution(how="-inf", renormalize=True, entropy="valid", dim=-1, detach=False, inverted=False):
+    """masked_log_pi_and_entropy with one typical mistake, or (how="-1e8", sb3-contrib's) none: the mask ignored, a
+    modest penalty for -inf, the probabilities zeroed after an ordinary softmax, the entropy summed with 0 * -inf
+    (nan), with torch.where or nan_to_num around pi * log pi (a nan gradient), over every action's softmax, the
+    softmax over the batch's axis, the results detached, the mask read the wrong way round."""
+    def fn(logits, mask):
+        valid = ~mask if inverted else mask
+        if how == "none":
+            masked = logits
+        elif how == "penalty":
+            masked = logits - 10.0 * (~valid)
+        elif how == "-1e8":
+            masked = torch.where(valid, logits, torch.tensor(-1e8, dtype=logits.dtype))
+        else:
+            masked = logits.masked_fill(~valid, -torch.inf)
+        log_pi = masked.log_softmax(dim) if renormalize else (logits.softmax(dim) * valid).log()
+        pi = log_pi.exp()
+        if entropy == "valid":
+            h = -(pi * log_pi.masked_fill(~valid, 0.0)).sum(-1)
+        elif entropy == "nan":
+            h = -(pi * log_pi).sum(-1)
+        elif entropy == "where":
+            h = -torch.where(valid, pi * log_pi, torch.zeros_like(pi)).sum(-1)
+        elif entropy == "nan_to_num":
+            h = -torch.nan_to_num(pi * log_pi).sum(-1)
+        else:  # "all": the entropy of the softmax over every action
+            h = -(logits.softmax(-1) * logits.log_softmax(-1)).sum(-1)
+        return (log_pi.detach(), h.detach()) if detach else (log_pi, h)
+    return fn
+
+
 WRONG = [
     ("reinforce", reinforce(sign=1.0), "a batch of one", "-mean(log pi(a_t|s_t) G_t)"),
     ("reinforce", reinforce(log=False), "a batch of one", "log pi as given, not pi"),
@@ -335,6 +391,26 @@ WRONG = [
     ("kl_reward", kl_reward(replace=True), "a response of one token", "not put in its place"),
     ("kl_reward", kl_reward(rows="columns"), "two responses of different lengths", "its own last token"),
     ("kl_reward", kl_reward(rows="first"), "two responses of different lengths", "its own last token"),
+    ("lstm_state", lstm_state(wipe="none"), "one step that starts an episode", "wiped before the cell steps"),
+    ("lstm_state", lstm_state(wipe="after"), "one step that starts an episode", "not after"),
+    ("lstm_state", lstm_state(wipe="late"), "one step that starts an episode", "features[t] is a new episode's first"),
+    ("lstm_state", lstm_state(what=("h",)), "c is wiped too", "c is the cell's memory"),
+    ("lstm_state", lstm_state(what=("c",)), "one step that starts an episode", "the state is wiped"),
+    ("lstm_state", lstm_state(per_env=False), "two envs side by side", "one flag per env"),
+    ("lstm_state", lstm_state(carry=False), "carried from t = 1 to t = 2", "carry it from step to step"),
+    ("lstm_state", lstm_state(from_zeros=True), "mid-episode (starts = 0)", "not from zeros"),
+    ("masked_distribution", masked_distribution(how="none"), "its probability exactly 0", "exp(-inf) = 0"),
+    ("masked_distribution", masked_distribution(how="penalty"), "its probability exactly 0", "a finite penalty"),
+    ("masked_distribution", masked_distribution(renormalize=False), "renormalized among themselves",
+     "after an ordinary softmax"),
+    ("masked_distribution", masked_distribution(entropy="nan"), "not nan", "0 * -inf is nan"),
+    ("masked_distribution", masked_distribution(entropy="all"), "over the valid actions", "not the entropy of the "
+     "softmax over every action"),
+    ("masked_distribution", masked_distribution(entropy="where"), "none reaches it", "the backward pass"),
+    ("masked_distribution", masked_distribution(entropy="nan_to_num"), "none reaches it", "the backward pass"),
+    ("masked_distribution", masked_distribution(dim=0), "each with its own mask", "the last axis"),
+    ("masked_distribution", masked_distribution(detach=True), "none reaches it", "1[a = b] - pi(b)"),
+    ("masked_distribution", masked_distribution(inverted=True), "the plain softmax", "True where an action is valid"),
     ("group_advantage", group_advantage(mean="batch"), "each against its own group", "not the whole batch's mean"),
     ("group_advantage", group_advantage(mean="batch mean"), "each against its own group",
      "not the whole batch's mean"),
@@ -436,6 +512,49 @@ def test_the_language_exercises_stub_and_solution(name, function):
     assert "The traps:" in shown.stdout
 
 
+@pytest.mark.parametrize("name, function, method", [("lstm_state", "lstm_steps", "Agent.get_states"),
+                                                    ("masked_distribution", "masked_log_pi_and_entropy",
+                                                     "Agent.get_action_and_value")])
+def test_the_memory_and_masking_exercises_stub_and_solution(name, function, method):
+    """The memory and masking lessons' exercises: the committed stub raises NotImplementedError and check says so in
+    one line (exit 1, no traceback); train refuses it in one line; solution shows the lesson's method that holds the
+    code (the exercise's function is a part of it) and the traps."""
+    args = ((torch.nn.LSTMCell(1, 1), torch.zeros(1, 1, 1), (torch.zeros(1, 1), torch.zeros(1, 1)), torch.zeros(1, 1))
+            if name == "lstm_state" else (torch.zeros(3), torch.tensor([True, True, False])))
+    with pytest.raises(NotImplementedError):
+        exercises.EXERCISES[name].learner()(*args)
+    assert exercises.status(name) == "not started"
+    stub = run("check", name)
+    assert stub.returncode == 1 and stub.stdout.strip().splitlines() == [
+        f"exercises/{name}.py: {function} is not written yet: write its body, then run this again"]
+    assert "Traceback" not in stub.stderr + stub.stdout
+    refused = run("train", name)
+    assert refused.returncode == 2 and refused.stderr.strip().splitlines() == [
+        f"python -m exercises: error: exercises/{name}.py: {function} is not written yet: nothing to train"]
+    shown = run("solution", name)
+    lesson = exercises.EXERCISES[name].lesson
+    assert shown.returncode == 0 and shown.stdout.startswith(f"{lesson}'s {method}:\n\n    def {method.split('.')[1]}(")
+    assert "The traps:" in shown.stdout
+
+
+def test_sb3_contribs_finite_mask_passes_the_masking_check():
+    """-1e8 for an invalid logit, as sb3-contrib's MaskableCategorical writes it, gives probability exactly 0 (its exp
+    underflows to 0) and finite gradients: a right answer, with the entropy summed by torch.where as sb3-contrib's is,
+    or as the lesson's is."""
+    for entropy in ("valid", "where"):
+        report = exercises.check("masked_distribution", masked_distribution(how="-1e8", entropy=entropy))
+        assert report[-1].endswith("all 9 cases pass"), report
+
+
+def test_the_lstm_cases_by_hand_are_torchs_lstm_cell():
+    """The cases' one-unit cell, worked out with its equations, is torch's LSTMCell with those weights, step by step."""
+    cell = exercises._tiny_cell()
+    for x, h, c in ((1.0, 0.5, -0.8), (1.0, 0.0, 0.0), (-0.5, 0.3, 0.9)):
+        with torch.no_grad():
+            h_, c_ = cell(torch.tensor([[x]]), (torch.tensor([[h]]), torch.tensor([[c]])))
+        assert np.allclose(exercises._by_hand(x, h, c), (h_.item(), c_.item()), atol=1e-6)
+
+
 def test_reinforces_trainer_refuses_bad_input_in_one_line():
     for bad in (["--updates", "0"], ["--seeds", "x"], ["--no-such-flag"]):
         refused = subprocess.run([sys.executable, "-m", "exercises.reinforce_cartpole", *bad], cwd=ROOT,
@@ -475,7 +594,7 @@ def test_the_verdict_by_hand():
 def test_each_band_is_the_records_runs(name):
     """Every exercise trains a recipe with a committed record: its seeds' curves, from a start below their end."""
     training = train.TRAININGS[name]
-    lessons = train.band(training.record, training.setting, training.window)
+    lessons = train.record_band(training)
     assert len(lessons.scores) == len(lessons.finals) >= 3
     assert lessons.gain > 0 and min(lessons.scores) > lessons.start
     assert set(train.TRAININGS) | set(train.UNTRAINED) | set(train.OWN) == set(exercises.EXERCISES)
@@ -578,6 +697,69 @@ def test_a_language_band_is_the_records_hidden_scores_by_hand(name, setting, tmp
     assert training.window == 3 and lessons.total_steps == 60
     assert lessons.finals == [4.0, 3.0] and lessons.start == pytest.approx((0 + 1 + 2 + 3 * 3) / 6)
     assert lessons.scores == [train.curve_score([(10 * k, k - 1) for k in range(1, 7)], 60), 3.0]
+
+
+def test_train_swaps_the_lstm_loop_and_the_masked_policy_in_and_puts_the_lessons_back(tmp_path, monkeypatch):
+    """A tiny run of the memory lesson with the learner's lstm_steps (the lesson's own loop, passed through): the
+    lesson's get_states calls it on every rollout step and in every replay, and has its own back afterwards; a tiny
+    run of the masking lesson with a learner's masked_log_pi_and_entropy that raises is one line, and the lesson's
+    get_action_and_value comes back."""
+    import ppo_action_masking
+    import ppo_lstm_memory
+
+    monkeypatch.chdir(tmp_path)
+    calls, reference = [], exercises.EXERCISES["lstm_state"].reference()
+
+    def learners_loop(*args):
+        calls.append(1)
+        return reference(*args)
+
+    own = ppo_lstm_memory.Agent.get_states
+    lessons = train.Band(scores=[1e9, 1e9], finals=[2e9, 2e9], start=0.0, total_steps=128)
+    report = train.train("lstm_state", learners_loop, ("--total-timesteps", "128", "--num-envs", "4", "--num-steps",
+                                                        "16", "--minibatch-size", "32", "--update-epochs", "1",
+                                                        "--hidden-size", "8", "--eval-every", "0"), lessons)
+    # 2 updates: 16 rollout steps and the value of the last observation each (plus any truncation's), and the
+    # replay of 2 minibatches in 1 epoch
+    assert len(calls) >= 2 * (16 + 1 + 2) and ppo_lstm_memory.Agent.get_states is own
+    assert report[0].startswith("your run: runs/CartPoleNoVel-v1__exercise-lstm_state-"), report
+    own = ppo_action_masking.Agent.get_action_and_value
+    report = train.train("masked_distribution", lambda logits, mask: (_ for _ in ()).throw(ValueError("mine")),
+                         ("--total-timesteps", "128", "--num-steps", "64", "--minibatch-size", "32"), lessons)
+    assert report == ["ppo_action_masking.py stopped: your function raised ValueError: mine"]
+    assert ppo_action_masking.Agent.get_action_and_value is own
+
+
+def test_the_masking_band_bins_the_learners_games_as_the_record_does(tmp_path, monkeypatch):
+    """The masking lesson's band, from a record in benchmarks.masking's form (one row per bin of 2048 steps, the
+    games' mean return), its final value and start the mean of 3 bins; a learner's games binned by the same rule
+    (benchmarks.core.stats.binned_means: a game ending at step s in bin (s - 1) // 2048)."""
+    training = train.TRAININGS["masked_distribution"]
+    assert (training.record, training.setting, training.column, training.bin, training.window) == (
+        "masking/curves", "mask", "return", 2048, 3)
+    (tmp_path / "masking").mkdir()
+    lines = ["setting,seed,step,return,invalid_rate"] + [
+        f"{s},{seed},{2048 * k},{value},0.0" for s in ("mask", "no-mask-lose") for seed, values in
+        ((1, [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]), (2, [0.5] * 6)) for k, value in enumerate(values, start=1)]
+    (tmp_path / "masking" / "curves.csv").write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(train, "RESULTS", tmp_path)
+    lessons = train.record_band(training)
+    assert lessons.total_steps == 6 * 2048 and lessons.finals == pytest.approx([0.8, 0.5])
+    assert lessons.start == pytest.approx((0.0 + 0.2 + 0.4 + 3 * 0.5) / 6)
+    games = [(1, 1.0), (2048, -1.0), (2049, 1.0), (4100, 0.0), (4100, 1.0)]
+    assert train.binned(games, 2048) == [(2048, 0.0), (4096, 1.0), (6144, 0.5)]
+
+
+def test_the_memory_band_is_the_lessons_whole_budget():
+    """lstm_state trains the memory lesson at its defaults and is placed against benchmarks.memory's LSTM runs, whose
+    budget is the lesson's 500,000 steps (the record's runs.csv holds no total_steps of its own)."""
+    import benchmarks.memory
+    import ppo_lstm_memory
+
+    training = train.TRAININGS["lstm_state"]
+    assert training.flags == () and training.record == "memory/lstm"
+    assert training.total_steps == ppo_lstm_memory.Hyperparameters().total_timesteps == benchmarks.memory.TOTAL_STEPS
+    assert benchmarks.memory.SETTINGS["lstm"] == []
 
 
 def test_the_exercises_readme_lists_every_exercise_after_its_lesson():
