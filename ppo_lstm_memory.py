@@ -40,7 +40,9 @@ Differs from ppo_lunarlander_vec.py in:
     - an LSTM between the encoder and the heads, shared by actor and critic (`Agent`, `--lstm`)
     - the rollout keeps the state it starts from and each step's episode-start flag (`Rollout`, `collect_rollout`);
       the update replays minibatches of whole envs from it; evaluation and --play carry the state too
-    - the hyperparameters of this task: 16 envs x 32 steps, gamma 0.98, lambda 0.8, 4 epochs of 4 envs
+    - observations standardized by running statistics (`RunningMeanStd`, `--norm-obs`, as in Pendulum's lesson)
+    - the hyperparameters of this task: 16 envs x 32 steps, gamma 0.98, lambda 0.8, 10 epochs of minibatches of 4
+      envs, no entropy bonus
 
 Usage
     python ppo_lstm_memory.py
@@ -261,9 +263,10 @@ class Agent(nn.Module):
 
     def normalize(self, x: torch.Tensor) -> torch.Tensor:
         """(s - mean) / sqrt(var + 1e-8), clipped to +-10 ([37] continuous details 6, 7); the identity with
-        --no-norm-obs. Here it is what makes the velocities learnable: they are read off the change of theta from
-        one step to the next, a hundredth of a radian, and standardized that change is a few hundredths of a std
-        rather than a ten-thousandth of the encoder's input range."""
+        --no-norm-obs. Why here, where CartPole-v1's MLP needs none: the velocities must be read off the change of
+        theta from one step to the next, and theta never leaves +-0.21 rad (the episode ends there), so its changes
+        reach an encoder of unit-scale weights as tiny differences; standardized, they are differences of the
+        angle's own spread. (What it does to learning: benchmarks/README.md, "Memory".)"""
         if not self.norm_obs:
             return x
         std = torch.sqrt(self.obs_rms.var + 1e-8)

@@ -134,6 +134,10 @@ RECIPES = [
            ("diagnostics/ppo_breakout_atari-long40m", "diagnostics/ppo_breakout_atari-long40m-seed2")),
     Recipe("ppo_mario_cnn.py", {"total_timesteps": 122_880, "anneal_lr": True, "action_type": "right"},
            ("diagnostics/ppo_mario_cnn-right",)),
+    # The memory study's runs (benchmarks/memory.py): the LSTM at its defaults, and the baselines at their flags
+    Recipe("ppo_lstm_memory.py", {}, ("memory/lstm",)),
+    Recipe("ppo_lstm_memory.py", {"lstm": False}, ("memory/mlp",)),
+    Recipe("ppo_lstm_memory.py", {"lstm": False, "frame_stack": 4}, ("memory/stack4",)),
 ]
 LANGUAGE_LESSONS = ("ppo_rlhf_tiny.py", "grpo_rlhf_tiny.py")  # read by language_report, against their own record
 LESSONS = sorted({recipe.lesson for recipe in RECIPES} | set(LANGUAGE_LESSONS))

@@ -11,8 +11,9 @@ from tools.diff_matrix import marked
 from conftest import ROOT
 
 # The bound an earlier issue set was 250 lines, for five lessons; the two language lessons (issue 66) bring their
-# rows, their two pairs' lists (which the site's diff pages read from here) and their results line: 270.
-MAX_README_LINES = 270
+# rows, their two pairs' lists (which the site's diff pages read from here) and their results line: 270; the memory
+# and masking lessons (issue 67) the same again, two rows, two pairs' lists and a results line: 290.
+MAX_README_LINES = 290
 DOCS = ["README.md", "benchmarks/README.md", "CONTRIBUTING.md", "course/ppo-on-one-page.md",
         "course/when-ppo-does-not-learn.md"]
 
