@@ -111,6 +111,30 @@ class StubAgent(nn.Module):
 # ---------------------------------------------------------------------------------------------------------
 # Running the scripts
 # ---------------------------------------------------------------------------------------------------------
+class MemoryStubAgent(StubAgent):
+    """StubAgent with ppo_lstm_memory.py's interface: each call takes the LSTM state and the episode-start flags
+    over [T, N] steps and hands the state back (untouched: the bookkeeping is what is checked)."""
+
+    def initial_state(self, num_envs):
+        return torch.zeros(num_envs, 1), torch.zeros(num_envs, 1)
+
+    def get_value(self, x, state=None, starts=None):
+        return x[..., 0]
+
+    def get_action_and_value(self, x, state=None, starts=None, action=None, greedy=False):
+        return (*super().get_action_and_value(x, action, greedy), state)
+
+
+def stub_rollout(ppo, envs, next_obs, rollout):
+    """ppo.collect_rollout with the stub agent its interface takes: (next_obs, last_value, episodes)."""
+    if ppo.__name__ != "ppo_lstm_memory":
+        return ppo.collect_rollout(envs, StubAgent(), next_obs, rollout)
+    agent, n = MemoryStubAgent(), len(next_obs)
+    (next_obs, _, _), last_value, episodes = ppo.collect_rollout(
+        envs, agent, (next_obs, np.ones(n, np.float32), agent.initial_state(n)), rollout)
+    return next_obs, last_value, episodes
+
+
 def run_script(script: str, *args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run `python <script> <args>` as a user would, in `cwd` (its runs/ folder lands there)."""
     return launch.run(launch.lesson_command(script, list(args)), cwd, timeout=timeout)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from course.lessons import GYM_MODULES as MODULES  # (the language lessons roll out text: tests/test_language.py)
-from conftest import StubAgent
+from conftest import StubAgent, stub_rollout
 
 VECTOR_SCRIPTS = [m for m in MODULES if m != "ppo_cartpole"]  # CartPole steps one env: its own test below
 
@@ -29,7 +29,7 @@ def test_terminated_and_truncated_on_one_step_is_terminal(module):
     # env 0 (seed 999): truncated after 2 steps; env 1 (seed 1000): terminated AND truncated after 2 steps.
     next_obs, _ = envs.reset(seed=999)
     rollout = rollout_of(ppo, 5, 2)
-    next_obs, last_value, episodes = ppo.collect_rollout(envs, StubAgent(), next_obs, rollout)
+    next_obs, last_value, episodes = stub_rollout(ppo, envs, next_obs, rollout)
     envs.close()
     np.testing.assert_array_equal(rollout.obs[:, :, 0], [[0, 0], [1, 1], [0, 0], [1, 1], [0, 0]])
     np.testing.assert_array_equal(rollout.dones, [[0, 0], [1, 1], [0, 0], [1, 1], [0, 0]])

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from course.lessons import GYM_MODULES, MODULES
-from conftest import ROOT, StubAgent
+from conftest import ROOT, StubAgent, stub_rollout
 
 # CartPole steps one env, the other Gymnasium lessons N (the language lessons' rollout is text: tests/test_language.py)
 VECTOR_MODULES = [m for m in GYM_MODULES if m != "ppo_cartpole"]
@@ -133,7 +133,7 @@ def test_rollout_episode_ends_by_hand(script):
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
     next_obs, _ = envs.reset(seed=0)
     rollout = rollout_of(ppo, 5, 2)
-    next_obs, last_value, episodes = ppo.collect_rollout(envs, StubAgent(), next_obs, rollout)
+    next_obs, last_value, episodes = stub_rollout(ppo, envs, next_obs, rollout)
     envs.close()
     # Every row a real transition: the counter of the observation acted on (never a final observation k=3 / k=2).
     np.testing.assert_array_equal(rollout.obs[:, :, 0], [[0, 0], [1, 1], [2, 0], [0, 1], [1, 0]])

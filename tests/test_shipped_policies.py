@@ -45,6 +45,7 @@ TINY = {
     "ppo_pendulum_continuous": ["--env-id", "CountingContinuousTest-v0", *TINY_VECTOR],
     "ppo_breakout_atari": [*TINY_VECTOR, "--vectorization-mode", "sync", "--no-cuda"],
     "ppo_mario_cnn": [*TINY_VECTOR, "--vectorization-mode", "sync", "--no-cuda"],
+    "ppo_lstm_memory": ["--env-id", "CountingTest-v0", *TINY_VECTOR],
 }
 
 
