@@ -49,6 +49,7 @@ BASE = {
     "ppo_breakout_atari": {**TINY_VECTOR, "--vectorization-mode": "sync", "--no-cuda": None},
     "ppo_mario_cnn": {**TINY_VECTOR, "--vectorization-mode": "sync", "--no-cuda": None},
     "ppo_lstm_memory": {"--env-id": "CountingTest-v0", **TINY_VECTOR},
+    "ppo_action_masking": {"--total-timesteps": "64", "--num-steps": "32", "--minibatch-size": "16"},
     "ppo_rlhf_tiny": {"--num-envs": "8", "--minibatch-size": "4", "--total-timesteps": "96"},
     "grpo_rlhf_tiny": {"--num-envs": "8", "--minibatch-size": "4", "--total-timesteps": "96"},
 }
@@ -60,6 +61,7 @@ ENV_OF_ANOTHER_KIND = {
     "ppo_breakout_atari": ["CartPole-v1", "ALE/Breakout-v5"],  # not Atari; an Atari id that skips frames itself
     "ppo_mario_cnn": ["CartPole-v1", "SuperMarioBros-1-1-v0"],  # the level is --world and --stage here
     "ppo_lstm_memory": ["Pendulum-v1"],
+    "ppo_action_masking": ["CartPole-v1"],  # no action mask in its info
     "ppo_rlhf_tiny": ["CartPole-v1"],  # a Gymnasium env: the language lessons' task is their grammar
     "grpo_rlhf_tiny": ["CartPole-v1"],
 }
@@ -102,6 +104,7 @@ BAD_VALUES = {
     "target_kl": POSITIVE_FLOAT,  # (not given: no early stop)
     "hidden_size": POSITIVE_INT,
     "frame_stack": POSITIVE_INT,
+    "invalid_action": NOT_A_CHOICE,
     "exp_name": ["", "a/b"],  # it names one run folder: runs/<env-id>__<exp-name>__<seed>__<time>/
     "seed": ["-1", str(2**32)],  # NumPy takes seeds in [0, 2**32 - 1]
     "precision": NOT_A_CHOICE,
@@ -128,7 +131,7 @@ BAD_VALUES = {
 SWITCH = "a switch (--flag / --no-flag) takes no value: there is none to get wrong"
 NOTHING_WRONG = {name: SWITCH for name in ("anneal_lr", "norm_adv", "clip_vloss", "anneal_clip", "norm_obs",
                                            "norm_reward", "kl_adaptive", "adaptive_kl", "torch_deterministic", "cuda",
-                                           "capture_video", "lstm")}
+                                           "capture_video", "lstm", "mask_actions")}
 # Values tyro cannot parse as the type, tried on every flag of that type besides BAD_VALUES.
 UNPARSABLE = {int: ["nan", "1e6"], float: [""]}
 SUPPRESSED = typing.get_args(tyro.conf.Suppress[int])[1]

@@ -26,7 +26,10 @@ def save(ppo, path, global_step):
                             reward_accuracy=1.0, kl_coef=0.1)
         return
     continuous = ppo.__name__ == "ppo_pendulum_continuous"
-    args = ppo.Args(env_id="CountingContinuousTest-v0" if continuous else "CountingTest-v0", hidden_size=8)
+    env_id = "CountingContinuousTest-v0" if continuous else "CountingTest-v0"
+    if ppo.__name__ == "ppo_action_masking":  # (its env must report an action mask: its own tic-tac-toe)
+        env_id = "TicTacToe-v0"
+    args = ppo.Args(env_id=env_id, hidden_size=8)
     agent = ppo.Agent(ppo.make_env(args), args.hidden_size)
     optimizer = torch.optim.Adam(agent.parameters())
     schedule = {"scale": 1.0, "num_iterations": 4}

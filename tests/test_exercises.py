@@ -723,6 +723,7 @@ def test_train_swaps_the_lstm_loop_and_the_masked_policy_in_and_puts_the_lessons
     # replay of 2 minibatches in 1 epoch
     assert len(calls) >= 2 * (16 + 1 + 2) and ppo_lstm_memory.Agent.get_states is own
     assert report[0].startswith("your run: runs/CartPoleNoVel-v1__exercise-lstm_state-"), report
+    assert report[1] == "the lesson's runs: benchmarks/results/memory/lstm-curves.csv"
     own = ppo_action_masking.Agent.get_action_and_value
     report = train.train("masked_distribution", lambda logits, mask: (_ for _ in ()).throw(ValueError("mine")),
                          ("--total-timesteps", "128", "--num-steps", "64", "--minibatch-size", "32"), lessons)

@@ -20,6 +20,7 @@ from tools import notebooks
 from test_breakout import TINY as BREAKOUT
 from test_cartpole import TINY as CARTPOLE
 from test_lstm_memory import TINY as LSTM
+from test_masking import TINY as MASKING
 from test_lunarlander import TINY as LUNARLANDER
 from test_mario import TINY as MARIO
 from test_pendulum import TINY as PENDULUM
@@ -30,7 +31,7 @@ LANGUAGE = ["--pretrain-steps", "30", "--reward-pairs", "64", "--reward-epochs",
             "4", "--eval-episodes", "8", "--d-model", "16", "--n-heads", "2"]
 TINY = {"ppo_cartpole.py": CARTPOLE, "ppo_lunarlander_vec.py": LUNARLANDER, "ppo_pendulum_continuous.py": PENDULUM,
         "ppo_breakout_atari.py": [*BREAKOUT, "--eval-episodes", "1"],
-        "ppo_mario_cnn.py": [*MARIO, "--eval-episodes", "1"], "ppo_lstm_memory.py": LSTM,
+        "ppo_mario_cnn.py": [*MARIO, "--eval-episodes", "1"], "ppo_lstm_memory.py": LSTM, "ppo_action_masking.py": MASKING,
         **{script: [*LANGUAGE, "--total-timesteps", "192"] for script in ("ppo_rlhf_tiny.py", "grpo_rlhf_tiny.py")}}
 BANNER = re.compile(r"^# --- (.+?) -{3,}$")
 
@@ -139,7 +140,7 @@ def test_the_training_cell_runs_what_main_runs_before_a_fresh_training():
     mlp = ["check_args(args)", "torch.set_num_threads(1)"]
     pixels = ["args.world_size = int(os.environ.get('WORLD_SIZE', 1))", "check_args(args)", "check_gpus(args)"]
     assert calls == {"ppo_cartpole.py": mlp, "ppo_lunarlander_vec.py": mlp, "ppo_pendulum_continuous.py": mlp,
-                     "ppo_breakout_atari.py": pixels, "ppo_mario_cnn.py": pixels, "ppo_lstm_memory.py": mlp,
+                     "ppo_breakout_atari.py": pixels, "ppo_mario_cnn.py": pixels, "ppo_lstm_memory.py": mlp, "ppo_action_masking.py": mlp,
                      "ppo_rlhf_tiny.py": mlp, "grpo_rlhf_tiny.py": mlp}
     unknown = ast.parse("def main():\n    if args.seed:\n        check_args(args)\n").body[0]
     with pytest.raises(ValueError, match="no rule for `if args.seed:`"):

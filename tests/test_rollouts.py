@@ -11,7 +11,8 @@ import pytest
 from course.lessons import GYM_MODULES as MODULES  # (the language lessons roll out text: tests/test_language.py)
 from conftest import StubAgent, stub_rollout
 
-VECTOR_SCRIPTS = [m for m in MODULES if m != "ppo_cartpole"]  # CartPole steps one env: its own test below
+# CartPole and the masking lesson step one env (the masking lesson's rollout: tests/test_masking.py)
+VECTOR_SCRIPTS = [m for m in MODULES if m not in ("ppo_cartpole", "ppo_action_masking")]
 
 
 def rollout_of(ppo, num_steps, num_envs):

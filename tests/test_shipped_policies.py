@@ -46,6 +46,7 @@ TINY = {
     "ppo_breakout_atari": [*TINY_VECTOR, "--vectorization-mode", "sync", "--no-cuda"],
     "ppo_mario_cnn": [*TINY_VECTOR, "--vectorization-mode", "sync", "--no-cuda"],
     "ppo_lstm_memory": ["--env-id", "CountingTest-v0", *TINY_VECTOR],
+    "ppo_action_masking": ["--total-timesteps", "64", "--num-steps", "32", "--minibatch-size", "16"],
 }
 
 

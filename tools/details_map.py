@@ -50,6 +50,8 @@ def everywhere(needle: str, **other: str | Absent) -> dict[str, str | Absent]:
     """The same needle in every script, except where `other` (keyed by the script's short name: cartpole,
     lunarlander, ...) says otherwise."""
     short = {lesson.name.split("_")[0]: lesson.script for lesson in LESSONS}
+    if "cartpole" in other:  # the masking lesson is CartPole's diff: one env, CartPole's choices, unless told
+        other = {"action": other["cartpole"], **other}
     return {script: needle for script in SCRIPTS} | {short[name]: value for name, value in other.items()}
 
 
@@ -127,6 +129,9 @@ DETAILS: list[tuple[str, str, dict[str, str | Absent]]] = [
         script: Absent("no memory: the policy reads the current observation") for script in SCRIPTS} | {
         BO: Absent("no memory but the stack of 4 frames"), MA: Absent("no memory but the stack of 4 frames"),
         LS: "rollout.initial_state = state"}),
+    ("more", "invalid-action masking (logits -inf, entropy over valid actions)", {
+        script: Absent("every action is valid in every state") for script in SCRIPTS} | {
+        "ppo_action_masking.py": "masked_fill"}),
 ]
 
 

@@ -62,6 +62,7 @@ FLAGS = {
     "ppo_breakout_atari.py": ["--total-timesteps", "500000", "--no-cuda", "--vectorization-mode", "sync"],
     "ppo_mario_cnn.py": ["--total-timesteps", "122880", "--no-cuda", "--vectorization-mode", "sync"],
     "ppo_lstm_memory.py": [],
+    "ppo_action_masking.py": [],
     "ppo_rlhf_tiny.py": [],
     "grpo_rlhf_tiny.py": [],
 }
