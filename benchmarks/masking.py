@@ -154,7 +154,7 @@ def report(rows: list[dict]) -> str:
         d = [a - b for a, b in zip(get(setting, name), get("mask", name))]
         se = statistics.stdev(d) / len(d) ** 0.5
         smallest = detectable(se, len(d) - 1, len(family))
-        verdict = "detected" if rejected else f"not detected (could detect {smallest:.3f})"
+        verdict = ("helps" if m > 0 else "hurts") if rejected else f"not detected (could detect {smallest:.3f})"
         lines.append(f"| {setting} - mask | {label} | {fmt(m, lo, hi)} | {p:.2g} | {adj:.2g} | {verdict} |")
     return "\n".join(lines)
 
