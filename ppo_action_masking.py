@@ -37,23 +37,19 @@ paired by seed with its 95% t interval and Holm-corrected verdict, or the settin
         Answer: it learns them from the -1s: over the first 2,048 steps 22% of its moves are taken cells and its
         games average -0.64; by 6,000 steps 3% are. The cost is those early games: its final greedy policy is as
         good as the mask's, as far as 5 seeds can tell.
-        Measured: the return over the run -0.055 [-0.075, -0.034], hurts; the final greedy return +0.022 [-0.020,
-        0.064], not detected (could detect 0.080)
+        Measured: over the run -0.055 [-0.075, -0.034], hurts; final greedy +0.022 [-0.020, 0.064], not detected
     python ppo_action_masking.py --no-mask-actions --invalid-action pass
         Predict: a taken cell now costs nothing but a step (no move, no reply, reward 0). Does the agent learn to
         stop playing them?
         Answer: only in part: no reward punishes a pass, only gamma's discount of a win a step later. Greedy, a
         pass repeats: the board is unchanged, so argmax picks the same taken cell until the time limit.
-        Measured: 27.9% [19.0, 36.8] of the training moves invalid (20% over the last 2,048 steps); 3.2% [0.8, 5.6]
-        of the greedy games cut off; the return over the run -0.016 [-0.035, 0.003], not detected (could detect
-        0.037)
+        Measured: over the run -0.016 [-0.035, 0.003], not detected (could detect 0.036); 27.9% of moves invalid
     python ppo_action_masking.py --play runs/<run>/checkpoint.pt --no-mask-actions --episodes 100
         Predict: the mask's own policy played without its mask, a taken cell losing. Where cells are taken, does
         argmax still pick an empty one?
         Answer: often not: a masked logit gets no gradient, so nothing in training ever pushed the logits of taken
         cells down ([IAM] evaluate this too: the mask removed after training with it).
-        Measured: the greedy return -0.868 [-1.095, -0.641] (with its mask 0.962 [0.923, 1.001]); 43% of its moves
-        invalid
+        Measured: the greedy return -0.868 [-1.095, -0.641] (0.962 with its mask); 43% of its moves invalid
 
 Differs from ppo_cartpole.py in:
     - the env: tic-tac-toe against a random opponent, written here (`TicTacToeEnv`, TicTacToe-v0), its mask of
