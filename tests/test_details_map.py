@@ -25,11 +25,14 @@ def readme_rows() -> list[list[str]]:
 
 def test_every_link_points_at_a_line_holding_its_identifier():
     rows = readme_rows()
-    # the 13 core details, the 9 Atari ones, the 9 continuous ones, then early stopping, adaptive KL, truncation
+    # the 13 core details, the 9 Atari ones, the 9 continuous ones, then early stopping, adaptive KL, truncation, and
+    # the two of issue 67's lessons: the recurrent policy and invalid-action masking
     groups = [row[0] for row in rows]
     assert groups.count("core") == 13 and groups.count("Atari") == 9 and groups.count("continuous") == 9
     assert [row[1] for row in rows if row[0] == "more"] == [
-        "early stopping on a KL target", "adaptive KL penalty (paper eq. 8)", "truncation bootstrapping"]
+        "early stopping on a KL target", "adaptive KL penalty (paper eq. 8)", "truncation bootstrapping",
+        "recurrent policy: LSTM state kept at the rollout's start, wiped at episode starts",
+        "invalid-action masking (logits -inf, entropy over valid actions)"]
     links = 0
     for row in rows:
         assert len(row) == 2 + len(SCRIPTS) + 1, row  # the last: the ablation studies' column
