@@ -12,7 +12,10 @@ training's wall seconds, the greedy games' mean return, their win, draw, loss an
 invalid moves, the training's share of invalid actions (over the run and in its last rollout) and the mean return
 of every training game; for the mask, also its policy played without the mask (--no-mask-actions, a taken cell
 losing the game: [IAM]'s "masking removed"). To curves.csv: the training games' mean return and the rollouts' mean
-invalid-action rate in bins of 2048 steps. Each setting is compared with the mask seed by seed (the same seed: the
+invalid-action rate in bins of 2048 steps. The mask's runs also write mask-diagnostics.csv and mask-curves.csv
+(benchmarks/benchmark.py's format), the healthy recipe course.diagnose holds a learner's run against; a mask run
+recorded before those were (the first five) is trained again with its command for them, and the rerun's training
+return is printed beside the record's. Each setting is compared with the mask seed by seed (the same seed: the
 same initial weights and the same evaluation games): paired t intervals at 95%, Holm's correction over the family
 of comparisons the report makes. benchmarks/README.md's "Action masking" quotes the report.
 """
@@ -31,7 +34,7 @@ from pathlib import Path
 from benchmarks.core import launch, plots, runs
 from benchmarks.core.inference import detectable, holm
 from benchmarks.core.records import read_csv, write_csv
-from benchmarks.core.stats import binned_means
+from benchmarks.core.stats import DIAGNOSTIC_TAGS, binned_means, diagnostic_spreads
 from benchmarks.language import interval, paired
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,6 +48,8 @@ SETTINGS = {
     "no-mask-lose": ["--no-mask-actions", "--invalid-action", "lose"],
     "no-mask-pass": ["--no-mask-actions", "--invalid-action", "pass"],
 }
+HEALTHY = "mask"  # the setting course.diagnose holds a learner's run against (its diagnostics recorded)
+DIAGNOSTICS = RESULTS / f"{HEALTHY}-diagnostics.csv"
 UNMASKED_PLAY = ["--no-mask-actions", "--invalid-action", "lose"]  # the mask's policy, played without it
 GAMES = 100  # greedy evaluation games a run, seeded seed + i
 BIN = 2048  # env steps a curve point averages over
@@ -88,8 +93,10 @@ def play(checkpoint: Path, folder: Path, flags: list[str] = ()) -> dict:
     return games(result.stdout)
 
 
-def train(setting: str, seed: int) -> tuple[dict, list[dict]]:
-    """One run and its evaluations: its row of runs.csv and its rows of curves.csv."""
+def train(setting: str, seed: int) -> tuple[dict, list[dict], list[dict], list[dict]]:
+    """One run and its evaluations: its row of runs.csv, its rows of curves.csv, and its rows of
+    <setting>-diagnostics.csv and <setting>-curves.csv, the records course.diagnose reads a run against (in
+    benchmarks/benchmark.py's format)."""
     argv = ["--seed", str(seed), "--exp-name", setting, *SETTINGS[setting]]
     with tempfile.TemporaryDirectory() as name, training_lock():
         folder = Path(name)
@@ -102,7 +109,12 @@ def train(setting: str, seed: int) -> tuple[dict, list[dict]]:
         checkpoint = run_dir / "checkpoint.pt"
         evaluation = play(checkpoint, folder)
         unmasked = play(checkpoint, folder, UNMASKED_PLAY) if setting == "mask" else None
-        scalars, _ = runs.read_events(run_dir)
+        scalars, first_event = runs.read_events(run_dir)
+    names = {"script": SCRIPT, "label": setting, "env_id": runs.parse_run_name(run_dir)[0], "seed": seed}
+    diagnostics = [{**names, **spread} for spread in diagnostic_spreads(scalars, DIAGNOSTIC_TAGS)]
+    episodes = [{**names, "kind": "training", "tag": "charts/episodic_return", "env_steps": event.step,
+                 "wall_seconds": round(event.wall_time - first_event, 3), "value": event.value}
+                for event in scalars["charts/episodic_return"]]
     returns = [(e.step, e.value) for e in scalars["charts/episodic_return"]]
     rates = [(e.step, e.value) for e in scalars["charts/invalid_action_rate"]]
     row = {"setting": setting, "seed": seed, "wall_s": round(wall, 1),
@@ -115,7 +127,13 @@ def train(setting: str, seed: int) -> tuple[dict, list[dict]]:
     invalid = {p["step"]: p["mean_return"] for p in binned_means(rates, BIN)}
     curves = [{"setting": setting, "seed": seed, "step": p["step"], "return": p["mean_return"],
                "invalid_rate": invalid.get(p["step"])} for p in binned_means(returns, BIN)]
-    return row, curves
+    return row, curves, diagnostics, episodes
+
+
+def add_diagnostics(diagnostics: list[dict], episodes: list[dict]) -> None:
+    """Append one run's rows to mask-diagnostics.csv and mask-curves.csv (course.diagnose's healthy recipe)."""
+    for path, new in ((DIAGNOSTICS, diagnostics), (RESULTS / f"{HEALTHY}-curves.csv", episodes)):
+        write_csv(path, (read_csv(path) if path.exists() else []) + new, floats="significant")
 
 
 def report(rows: list[dict]) -> str:
@@ -212,15 +230,27 @@ def main() -> None:
             for setting in SETTINGS:
                 if (setting, seed) in done:
                     continue
-                row, points = train(setting, seed)
+                row, points, diagnostics, episodes = train(setting, seed)
                 rows.append(row)
                 curves += points
                 write_csv(runs_csv, rows, FIELDS, floats="significant")
                 write_csv(curves_csv, curves, ["setting", "seed", "step", "return", "invalid_rate"],
                           floats="significant")
+                if setting == HEALTHY:
+                    add_diagnostics(diagnostics, episodes)
                 print(f"{setting} seed {seed}: {row['wall_s']} s, greedy return {row['eval_return']:.2f} (won "
                       f"{row['eval_win_rate']:.0%}), training return {row['train_return']:.3f}, invalid actions "
                       f"{row['train_invalid_rate']:.3f}", flush=True)
+        recorded = {int(r["seed"]) for r in read_csv(DIAGNOSTICS)} if DIAGNOSTICS.exists() else set()
+        for seed in (s for s in options.seeds if (HEALTHY, s) in done and s not in recorded):
+            # a run recorded before its diagnostics were (issue 67): trained again, the same command
+            row, _, diagnostics, episodes = train(HEALTHY, seed)
+            (kept,) = [r for r in rows if (r["setting"], int(r["seed"])) == (HEALTHY, seed)]
+            same = f"{float(kept['train_return']):.4g}" == f"{row['train_return']:.4g}"
+            add_diagnostics(diagnostics, episodes)
+            print(f"{HEALTHY} seed {seed} trained again for its diagnostics: training return {row['train_return']:.4g}, "
+                  f"the record's {float(kept['train_return']):.4g}" + ("" if same else " (DIFFERS: another processor?)"),
+                  flush=True)
     figure(curves, rows, options.plot)
     print(report(rows))
 
