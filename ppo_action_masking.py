@@ -22,8 +22,8 @@ The loop (each line names the function below that does it)
 
 What you should see
     The return of the training games (+1 a win, 0 a draw, -1 a loss; the progress bar shows the last 20 games')
-    averages 0.38 over the first 2,048 steps, above 0.9 from 10,240 on and 0.97 at the end (the mean of 5 seeds);
-    the 100,000-step run took 31 to 47 seconds on 2 CPU cores. Its greedy policy won 96 to 100 of 100 seeded games
+    averages 0.38 over the first 2,048 steps, above 0.9 from 10,240 on and 0.98 at the end (the mean of 5 seeds);
+    the 100,000-step run took 22 to 26 seconds on 2 CPU cores. Its greedy policy won 96 to 100 of 100 seeded games
     on each seed (--play runs/<run>/checkpoint.pt --episodes 100). charts/invalid_action_rate is 0 throughout: the
     mask, by construction. Curves of 5 seeds with and without the mask: benchmarks/results/masking.png; the record:
     benchmarks/README.md, "Action masking". The hyperparameters are ppo_cartpole.py's, unchanged.
@@ -37,19 +37,19 @@ paired by seed with its 95% t interval and Holm-corrected verdict, or the settin
         Answer: it learns them from the -1s: over the first 2,048 steps 22% of its moves are taken cells and its
         games average -0.64; by 6,000 steps 3% are. The cost is those early games: its final greedy policy is as
         good as the mask's, as far as 5 seeds can tell.
-        Measured: over the run -0.055 [-0.075, -0.034], hurts; final greedy +0.022 [-0.020, 0.064], not detected
+        Measured: over the run -0.058 [-0.081, -0.034], hurts; final greedy -0.012 [-0.074, 0.050], not detected
     python ppo_action_masking.py --no-mask-actions --invalid-action pass
         Predict: a taken cell now costs nothing but a step (no move, no reply, reward 0). Does the agent learn to
         stop playing them?
         Answer: only in part: no reward punishes a pass, only gamma's discount of a win a step later. Greedy, a
         pass repeats: the board is unchanged, so argmax picks the same taken cell until the time limit.
-        Measured: over the run -0.016 [-0.035, 0.003], not detected (could detect 0.036); 27.9% of moves invalid
+        Measured: over the run -0.017 [-0.033, 0.000], not detected (could detect 0.032); 28.4% of moves invalid
     python ppo_action_masking.py --play runs/<run>/checkpoint.pt --no-mask-actions --episodes 100
         Predict: the mask's own policy played without its mask, a taken cell losing. Where cells are taken, does
         argmax still pick an empty one?
         Answer: often not: a masked logit gets no gradient, so nothing in training ever pushed the logits of taken
         cells down ([IAM] evaluate this too: the mask removed after training with it).
-        Measured: the greedy return -0.868 [-1.095, -0.641] (0.962 with its mask); 43% of its moves invalid
+        Measured: the greedy return -0.888 [-1.009, -0.767] (0.976 with its mask); 44% of its moves invalid
 
 Differs from ppo_cartpole.py in:
     - the env: tic-tac-toe against a random opponent, written here (`TicTacToeEnv`, TicTacToe-v0), its mask of

@@ -241,21 +241,15 @@ def study_symptoms() -> dict[tuple[str, str], list[str]]:
 
 def held_out(margin: float) -> tuple[int, list[tuple]]:
     """course.diagnose's rule on each healthy seed on record, judged against the other seeds of its recipe (leave
-    one out; recipes of two seeds or more): how many seeds were judged, and the false alarms, each (recipe, record,
-    seed, tag, part, median, limits, side)."""
+    one out; recipes of two seeds or more; course.diagnose.held_out): how many seeds were judged, and the false
+    alarms, each (recipe, record, seed, tag, part, median, limits, side)."""
     from course import diagnose
 
     judged, alarms = 0, []
     for recipe in diagnose.RECIPES:
-        rows = diagnose.healthy_rows(recipe)
-        seeds = diagnose.seeds(rows)
-        if len(seeds) < 2:
-            continue
-        for seed in seeds:
-            mine = {(row["tag"], row["part"]): row["median"] for row in rows if (row["record"], row["seed"]) == seed}
-            others = diagnose.ranges([row for row in rows if (row["record"], row["seed"]) != seed])
-            judged += 1
-            alarms += [(recipe.describe(), *seed, *found) for found in diagnose.outside(mine, others, margin)]
+        count, found = diagnose.held_out(recipe, margin)
+        judged += count
+        alarms += [(recipe.describe(), *alarm) for alarm in found]
     return judged, alarms
 
 

@@ -90,7 +90,7 @@ TRAININGS = {
     "group_advantage": Training("grpo_rlhf_tiny.py", (), "language/curves", "about a minute", "grpo",
                                 "objective/hidden_score", LANGUAGE_WINDOW, "hidden score"),
     # The lesson's whole 500,000 steps: its record's runs took 5 to 8 minutes each on 2 CPU cores
-    # (benchmarks/results/memory/runs.csv, wall_s); the masking lesson's, 30 to 45 seconds (masking/runs.csv).
+    # (benchmarks/results/memory/runs.csv, wall_s); the masking lesson's, 22 to 26 seconds (masking/runs.csv).
     "lstm_state": Training("ppo_lstm_memory.py", (), "memory/lstm", "5 to 8 minutes", total_steps=500_000),
     "masked_distribution": Training("ppo_action_masking.py", (), "masking/curves", "under a minute", "mask",
                                     window=MASKING_WINDOW, column="return", bin=MASKING_BIN, places=3),

@@ -12,7 +12,7 @@ that can be deleted with every test still passing.
 
 It runs the selected tests once unmutated first (they must pass, or no result means anything), then once per
 mutation with pytest -x. Not part of the CI run (pytest does not collect this file: its name does not start with
-test_): it takes several minutes. README.md ("The mutation check") has its last result.
+test_): it takes several minutes. CONTRIBUTING.md ("The mutation check") has its last result.
 """
 
 import argparse
@@ -315,6 +315,28 @@ MUTATIONS = [
                "                    greedy=True)")],
              ["tests/test_lstm_memory.py::test_evaluation_carries_the_state_and_wipes_it_per_episode"],
              files="ppo_lstm_memory.py"),
+    Mutation("mask-not-applied", "ppo_action_masking: the invalid logits left as they are, pi over every cell",
+             [("masked_fill(~valid, -torch.inf).log_softmax(-1)", "masked_fill(valid & ~valid, -torch.inf).log_softmax(-1)")],
+             ["tests/test_masking.py::test_invalid_actions_get_probability_zero_and_are_never_sampled"],
+             files="ppo_action_masking.py"),
+    Mutation("mask-entropy-over-every-cell", "ppo_action_masking: the entropy of the unmasked logits, taken cells too",
+             [("entropy = -(pi * log_pi.masked_fill(~valid, 0.0)).sum(-1)",
+               "entropy = torch.distributions.Categorical(logits=self.actor(hidden)).entropy()")],
+             ["tests/test_masking.py::test_log_pi_is_the_log_softmax_of_the_valid_logits_alone_and_the_entropy_theirs"],
+             files="ppo_action_masking.py"),
+    Mutation("mask-dropped-in-update", "ppo_action_masking: the update recomputes log pi over every cell, not pi_old's",
+             [("agent.get_action_and_value(b_obs[mb], b_masks[mb], b_actions[mb])",
+               "agent.get_action_and_value(b_obs[mb], torch.ones_like(b_masks[mb]), b_actions[mb])")],
+             ["tests/test_masking.py::test_the_first_epoch_recomputes_pi_olds_log_probabilities"],
+             files="ppo_action_masking.py"),
+    Mutation("mask-one-step-stale", "ppo_action_masking: the rollout acts on the mask of the board before the last move",
+             [('        next_mask = info["action_mask"]\n        rollout.dones[step]', "        rollout.dones[step]")],
+             ["tests/test_masking.py::test_the_rollout_keeps_each_steps_mask_and_the_update_recomputes_the_same_log_pi"],
+             files="ppo_action_masking.py"),
+    Mutation("mask-dropped-in-evaluation", "ppo_action_masking: greedy play offers every cell, with the mask on",
+             [("valid if args.mask_actions else np.ones_like(valid)", "np.ones_like(valid)")],
+             ["tests/test_masking.py::test_a_tiny_run_logs_checkpoints_plays_and_records_videos"],
+             files="ppo_action_masking.py"),
 ]
 
 

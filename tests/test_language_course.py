@@ -29,7 +29,7 @@ def samples() -> dict[str, dict]:
 def test_the_committed_figure_is_what_the_lessons_code_draws(monkeypatch):
     drawn = figures.language_figure()
     assert (figures.FIGURES / "language.svg").read_bytes() == drawn, "run python -m course.figures to redraw it"
-    for other in ("clip", "gae", "loop", "network", "autoreset", "atari"):  # (tests/test_course.py redraws those)
+    for other in ("clip", "gae", "loop", "network", "autoreset", "atari", "memory", "masking"):  # (drawn elsewhere)
         monkeypatch.setattr(figures, f"{other}_figure", lambda: b"")
     assert figures.figures()["language.svg"] == drawn  # what python -m course.figures writes
     assert b"<dc:date>" not in drawn
