@@ -43,9 +43,9 @@ from tyro.conf import Positional
 
 from benchmarks.core import launch, runs
 from benchmarks.core.plots import Curves, plot_curves
-from benchmarks.core.records import PLAY_LINE, curves_path, diagnostics_path, markdown_table, write_csv
+from benchmarks.core.records import PLAY_LINE, curves_path, diagnostics_path, markdown_table, run_records, write_csv
 from benchmarks.core.runs import SPS_TAG, RunFailed
-from benchmarks.core.stats import DIAGNOSTIC_TAGS, diagnostic_spreads, rolling_first_crossing
+from benchmarks.core.stats import DIAGNOSTIC_TAGS, rolling_first_crossing
 
 
 @dataclass
@@ -132,11 +132,9 @@ def analyse(args: Args, run_dir: Path, start_time: float | None = None, end_time
     row = {**names, "threshold": args.threshold, "window": args.window, **measures, "timed_from": timed_from,
            # the play_* fields: filled in by play_policy when --play-episodes is given
            "play_episodes": None, "play_return": None, "play_return_std": None, "run_dir": str(run_dir)}
-    points = [{**names, "kind": kind, "tag": tag, "env_steps": event.step,
-               "wall_seconds": event.wall_time - start_time, "value": event.value}
-              for kind, tag in (("training", args.tag), ("evaluation", args.eval_tag))
-              for event in scalars.get(tag, [])]
-    return row, points, [{**names, **spread} for spread in diagnostic_spreads(scalars, args.diagnostic_tags)]
+    curves = (("training", args.tag), ("evaluation", args.eval_tag))
+    points, diagnostics = run_records(names, scalars, start_time, curves, args.diagnostic_tags)
+    return row, points, diagnostics
 
 
 # ---------------------------------------------------------------------------------------------------------------

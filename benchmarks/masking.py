@@ -13,9 +13,7 @@ invalid moves, the training's share of invalid actions (over the run and in its 
 of every training game; for the mask, also its policy played without the mask (--no-mask-actions, a taken cell
 losing the game: [IAM]'s "masking removed"). To curves.csv: the training games' mean return and the rollouts' mean
 invalid-action rate in bins of 2048 steps. The mask's runs also write mask-diagnostics.csv and mask-curves.csv
-(benchmarks/benchmark.py's format), the healthy recipe course.diagnose holds a learner's run against; a mask run
-recorded before those were (the first five) is trained again with its command for them, and the rerun's training
-return is printed beside the record's. Each setting is compared with the mask seed by seed (the same seed: the
+(benchmarks/benchmark.py's format), the healthy recipe course.diagnose holds a learner's run against. Each setting is compared with the mask seed by seed (the same seed: the
 same initial weights and the same evaluation games): paired t intervals at 95%, Holm's correction over the family
 of comparisons the report makes. benchmarks/README.md's "Action masking" quotes the report.
 """
@@ -23,25 +21,22 @@ of comparisons the report makes. benchmarks/README.md's "Action masking" quotes 
 from __future__ import annotations
 
 import argparse
-import fcntl
 import re
 import statistics
 import tempfile
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 from benchmarks.core import launch, plots, runs
 from benchmarks.core.inference import detectable, holm
-from benchmarks.core.records import read_csv, write_csv
-from benchmarks.core.stats import DIAGNOSTIC_TAGS, binned_means, diagnostic_spreads
+from benchmarks.core.records import append_csv, read_csv, run_records, write_csv
+from benchmarks.core.stats import DIAGNOSTIC_TAGS, binned_means
 from benchmarks.language import interval, paired
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = "ppo_action_masking.py"
 RESULTS = ROOT / "benchmarks" / "results" / "masking"
 FIGURE = ROOT / "benchmarks" / "results" / "masking.png"
-LOCK = Path("/tmp/ppo-train.lock")
 SEEDS = [1, 2, 3, 4, 5]
 SETTINGS = {
     "mask": [],
@@ -49,7 +44,6 @@ SETTINGS = {
     "no-mask-pass": ["--no-mask-actions", "--invalid-action", "pass"],
 }
 HEALTHY = "mask"  # the setting course.diagnose holds a learner's run against (its diagnostics recorded)
-DIAGNOSTICS = RESULTS / f"{HEALTHY}-diagnostics.csv"
 UNMASKED_PLAY = ["--no-mask-actions", "--invalid-action", "lose"]  # the mask's policy, played without it
 GAMES = 100  # greedy evaluation games a run, seeded seed + i
 BIN = 2048  # env steps a curve point averages over
@@ -58,17 +52,6 @@ GAME_LINE = re.compile(r"^episode \d+/\d+: return (-?[\d.]+), length (\d+), inva
 EVALUATION = ["return", "win_rate", "draw_rate", "loss_rate", "cutoff_rate", "invalid_moves"]
 FIELDS = ["setting", "seed", "wall_s", *(f"eval_{name}" for name in EVALUATION), "train_invalid_rate",
           "last_invalid_rate", "train_return", "unmasked_return", "unmasked_invalid_moves", "command"]
-
-
-@contextmanager
-def training_lock():
-    """Hold /tmp/ppo-train.lock (flock(2), the lock `flock /tmp/ppo-train.lock ...` takes) while the body runs."""
-    with open(LOCK, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def games(stdout: str) -> dict:
@@ -98,7 +81,7 @@ def train(setting: str, seed: int) -> tuple[dict, list[dict], list[dict], list[d
     <setting>-diagnostics.csv and <setting>-curves.csv, the records course.diagnose reads a run against (in
     benchmarks/benchmark.py's format)."""
     argv = ["--seed", str(seed), "--exp-name", setting, *SETTINGS[setting]]
-    with tempfile.TemporaryDirectory() as name, training_lock():
+    with tempfile.TemporaryDirectory() as name, launch.training_lock():
         folder = Path(name)
         started = time.time()
         result = launch.run(launch.lesson_command(SCRIPT, argv), folder)
@@ -111,10 +94,8 @@ def train(setting: str, seed: int) -> tuple[dict, list[dict], list[dict], list[d
         unmasked = play(checkpoint, folder, UNMASKED_PLAY) if setting == "mask" else None
         scalars, first_event = runs.read_events(run_dir)
     names = {"script": SCRIPT, "label": setting, "env_id": runs.parse_run_name(run_dir)[0], "seed": seed}
-    diagnostics = [{**names, **spread} for spread in diagnostic_spreads(scalars, DIAGNOSTIC_TAGS)]
-    episodes = [{**names, "kind": "training", "tag": "charts/episodic_return", "env_steps": event.step,
-                 "wall_seconds": round(event.wall_time - first_event, 3), "value": event.value}
-                for event in scalars["charts/episodic_return"]]
+    episodes, diagnostics = run_records(names, scalars, first_event, (("training", "charts/episodic_return"),),
+                                        DIAGNOSTIC_TAGS, wall_digits=3)
     returns = [(e.step, e.value) for e in scalars["charts/episodic_return"]]
     rates = [(e.step, e.value) for e in scalars["charts/invalid_action_rate"]]
     row = {"setting": setting, "seed": seed, "wall_s": round(wall, 1),
@@ -128,12 +109,6 @@ def train(setting: str, seed: int) -> tuple[dict, list[dict], list[dict], list[d
     curves = [{"setting": setting, "seed": seed, "step": p["step"], "return": p["mean_return"],
                "invalid_rate": invalid.get(p["step"])} for p in binned_means(returns, BIN)]
     return row, curves, diagnostics, episodes
-
-
-def add_diagnostics(diagnostics: list[dict], episodes: list[dict]) -> None:
-    """Append one run's rows to mask-diagnostics.csv and mask-curves.csv (course.diagnose's healthy recipe)."""
-    for path, new in ((DIAGNOSTICS, diagnostics), (RESULTS / f"{HEALTHY}-curves.csv", episodes)):
-        write_csv(path, (read_csv(path) if path.exists() else []) + new, floats="significant")
 
 
 def report(rows: list[dict]) -> str:
@@ -236,21 +211,12 @@ def main() -> None:
                 write_csv(runs_csv, rows, FIELDS, floats="significant")
                 write_csv(curves_csv, curves, ["setting", "seed", "step", "return", "invalid_rate"],
                           floats="significant")
-                if setting == HEALTHY:
-                    add_diagnostics(diagnostics, episodes)
+                if setting == HEALTHY:  # course.diagnose's recipe: its diagnostics and its episodes
+                    for suffix, new in (("diagnostics", diagnostics), ("curves", episodes)):
+                        append_csv(RESULTS / f"{HEALTHY}-{suffix}.csv", new, floats="significant")
                 print(f"{setting} seed {seed}: {row['wall_s']} s, greedy return {row['eval_return']:.2f} (won "
                       f"{row['eval_win_rate']:.0%}), training return {row['train_return']:.3f}, invalid actions "
                       f"{row['train_invalid_rate']:.3f}", flush=True)
-        recorded = {int(r["seed"]) for r in read_csv(DIAGNOSTICS)} if DIAGNOSTICS.exists() else set()
-        for seed in (s for s in options.seeds if (HEALTHY, s) in done and s not in recorded):
-            # a run recorded before its diagnostics were (issue 67): trained again, the same command
-            row, _, diagnostics, episodes = train(HEALTHY, seed)
-            (kept,) = [r for r in rows if (r["setting"], int(r["seed"])) == (HEALTHY, seed)]
-            same = f"{float(kept['train_return']):.4g}" == f"{row['train_return']:.4g}"
-            add_diagnostics(diagnostics, episodes)
-            print(f"{HEALTHY} seed {seed} trained again for its diagnostics: training return {row['train_return']:.4g}, "
-                  f"the record's {float(kept['train_return']):.4g}" + ("" if same else " (DIFFERS: another processor?)"),
-                  flush=True)
     figure(curves, rows, options.plot)
     print(report(rows))
 

@@ -23,7 +23,6 @@ difference the test could have detected (80% power). The steps to 475 and the gr
 from __future__ import annotations
 
 import argparse
-import fcntl
 import statistics
 import tempfile
 import time
@@ -31,8 +30,8 @@ from pathlib import Path
 
 from benchmarks.core import launch, plots, runs
 from benchmarks.core.inference import compare_means, family
-from benchmarks.core.records import read_csv, write_csv
-from benchmarks.core.stats import DIAGNOSTIC_TAGS, diagnostic_spreads
+from benchmarks.core.records import append_csv, read_csv, run_records, write_csv
+from benchmarks.core.stats import DIAGNOSTIC_TAGS
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "memory"
@@ -52,29 +51,25 @@ TOTAL_STEPS = 500_000  # the lesson's default --total-timesteps, the issue's bud
 SOLVED = 475.0  # CartPole-v1's reward_threshold, which CartPoleNoVel-v1 keeps
 BIN = 10_000  # curves.csv: training episodes' mean return per bin of this many steps
 FIELDS = ["setting", "seed", "wall_s", "steps_to_475", "final_train_return", "eval_return", "eval_episodes", "command"]
-LOCK = Path("/tmp/ppo-train.lock")
 
 
 def train(setting: str, seed: int) -> tuple[dict, list[dict], list[dict], list[dict]]:
     """One run: its row of runs.csv, its rows of curves.csv, and its rows of <setting>-diagnostics.csv and
     <setting>-curves.csv, the records course.diagnose reads a run against (in benchmarks/benchmark.py's format)."""
     argv = ["--seed", str(seed), "--exp-name", setting, *SETTINGS[setting]]
-    with tempfile.TemporaryDirectory() as folder, open(LOCK, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one training at a time on this machine
-        started = time.time()
-        result = launch.run(launch.lesson_command(SCRIPT, argv), Path(folder))
-        wall = time.time() - started
-        fcntl.flock(lock, fcntl.LOCK_UN)
+    with tempfile.TemporaryDirectory() as folder:
+        with launch.training_lock():  # one training at a time on this machine
+            started = time.time()
+            result = launch.run(launch.lesson_command(SCRIPT, argv), Path(folder))
+            wall = time.time() - started
         if result.returncode != 0:
             raise runs.RunFailed(f"{SCRIPT} {' '.join(argv)}: exit {result.returncode}\n{result.stderr[-2000:]}")
         (run_dir,) = runs.logged_folders(Path(folder) / "runs")
         scalars, first_event = runs.read_events(run_dir)
     names = {"script": SCRIPT, "label": setting, "env_id": runs.parse_run_name(run_dir)[0], "seed": seed}
-    diagnostics = [{**names, **spread} for spread in diagnostic_spreads(scalars, DIAGNOSTIC_TAGS)]
-    points = [{**names, "kind": kind, "tag": tag, "env_steps": event.step,
-               "wall_seconds": round(event.wall_time - first_event, 3), "value": event.value}
-              for kind, tag in (("training", "charts/episodic_return"), ("evaluation", "eval/mean_return"))
-              for event in scalars.get(tag, [])]
+    points, diagnostics = run_records(names, scalars, first_event, (("training", "charts/episodic_return"),
+                                                                    ("evaluation", "eval/mean_return")),
+                                      DIAGNOSTIC_TAGS, wall_digits=3)
     episodes = [(e.step, e.value) for e in scalars["charts/episodic_return"]]
     evaluations = scalars["eval/mean_return"]
     ending = [value for step, value in episodes if step > 0.9 * TOTAL_STEPS]
@@ -199,8 +194,7 @@ def main() -> None:
                 write_csv(runs_csv, rows, FIELDS)
                 write_csv(curves_csv, curves, ["setting", "seed", "step", "mean_return"])
                 for suffix, new in (("diagnostics", diagnostics), ("curves", episodes)):
-                    path = RESULTS / f"{setting}-{suffix}.csv"
-                    write_csv(path, (read_csv(path) if path.exists() else []) + new, floats="significant")
+                    append_csv(RESULTS / f"{setting}-{suffix}.csv", new, floats="significant")
                 print(f"{setting} seed {seed}: {row['wall_s']} s, reached 475 at {row['steps_to_475'] or 'never'}, "
                       f"last 10% {row['final_train_return']}, greedy {row['eval_return']}", flush=True)
     figure(curves, options.plot)

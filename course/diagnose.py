@@ -117,9 +117,6 @@ class Recipe:
     flags: dict = field(default_factory=dict)
     records: tuple[str, ...] = ()
 
-    def __hash__(self) -> int:  # (frozen, but its flags are a dict: hashed by what describe() says)
-        return hash((self.lesson, self.describe(), self.records))
-
     def describe(self) -> str:
         changed = ", ".join(f"{k.replace('_', '-')} {v}" for k, v in self.flags.items())
         return f"{self.lesson} at its defaults" + (f" but {changed}" if changed else "")
@@ -180,7 +177,6 @@ def seeds(rows: list[dict]) -> list[tuple[str, str]]:
     return sorted({(row["record"], row["seed"]) for row in rows})
 
 
-@functools.cache
 def held_out(recipe: Recipe, margin: float = MARGIN) -> tuple[int, list[tuple]]:
     """The rule on each healthy seed of `recipe`, judged against the recipe's other seeds (leave one out; none under
     two seeds): how many seeds were judged, and the false alarms, each (record, seed, tag, part, median, limits,
@@ -675,10 +671,10 @@ def report(run: Run) -> tuple[list[str], list[Finding], ReturnVerdict | None]:
         else:
             lines.append("its diagnostics are not judged: the healthy records of this recipe hold whole runs only, and "
                          "a part of a run is not a whole one; its return is compared with theirs at the same step")
-    judged, alarms = held_out(recipe)
-    if alarms and assessed.stopped is None and count >= FEW:  # (fewer: the band judges too, README's doubt)
+    alarms = held_out(recipe)[1] if assessed.stopped is None and count >= FEW else []  # (fewer: the band judges too)
+    if alarms:
         flagged = len({(record, seed) for record, seed, *_ in alarms})
-        lines.append(f"note: {flagged} of this recipe's {judged} healthy seeds, each judged against the others by this "
+        lines.append(f"note: {flagged} of this recipe's {count} healthy seeds, each judged against the others by this "
                      f"rule, {'is' if flagged == 1 else 'are'} flagged themselves (benchmarks/README.md, \"Choosing the margin\"): its seeds are too "
                      "few for their spread, so a flag here is weak evidence of a fault")
     if changed:

@@ -580,3 +580,35 @@ def test_diagnostics_are_recorded_and_printed(tmp_path):
                      "| `ppo_fake.py` | losses/approx_kl | second half | 1 2 | 1 | 1.25 | 1.25 | 1.88 | 2.5 | 2.5 |"]
     result = tool("diagnostics", str(tmp_path / "missing.csv"))
     assert result.returncode == 1 and "diagnostics: cannot read" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_run_records_points_and_diagnostics_as_the_studies_write_them():
+    """benchmarks.core.records.run_records, which benchmark.analyse and the memory and masking studies share: a
+    point per event of each (kind, tag), its wall seconds from the start (rounded where asked), the names first;
+    the diagnostics rows diagnostic_spreads gives, with the names."""
+    from benchmarks.core.records import run_records
+
+    names = {"script": "s.py", "label": "l", "env_id": "E-v0", "seed": 3}
+    kl = [ScalarEvent(1000.0 + i, 10 * i, value) for i, value in enumerate([4.0, 1.0, 3.0, 2.0, 5.0])]
+    scalars = {"charts/episodic_return": [ScalarEvent(1000.12345, 40, 2.0), ScalarEvent(1002.5, 80, 4.0)],
+               "eval/mean_return": [ScalarEvent(1003.0, 80, 9.0)], "losses/approx_kl": kl}
+    curves = (("training", "charts/episodic_return"), ("evaluation", "eval/mean_return"))
+    points, diagnostics = run_records(names, scalars, 999.0, curves, ("losses/approx_kl", "losses/clipfrac"))
+    assert [(p["kind"], p["env_steps"], p["value"]) for p in points] == [("training", 40, 2.0), ("training", 80, 4.0),
+                                                                        ("evaluation", 80, 9.0)]
+    assert [p["wall_seconds"] for p in points] == pytest.approx([1.12345, 3.5, 4.0])
+    assert all({k: p[k] for k in names} == names for p in points + diagnostics)
+    assert [{k: v for k, v in d.items() if k not in names} for d in diagnostics] == \
+        stats.diagnostic_spreads(scalars, ("losses/approx_kl", "losses/clipfrac"))
+    assert len(diagnostics) == 2  # approx_kl's whole run and second half; clipfrac was not logged
+    rounded, _ = run_records(names, scalars, 999.0, curves[:1], (), wall_digits=3)
+    assert [p["wall_seconds"] for p in rounded] == [1.123, 3.5]
+
+
+def test_append_csv_makes_the_file_then_adds_to_its_end(tmp_path):
+    from benchmarks.core.records import append_csv, read_csv
+
+    path = tmp_path / "sub" / "x.csv"
+    append_csv(path, [{"a": 1, "b": 0.123456}], floats="significant")
+    append_csv(path, [{"a": 2, "b": 2.0}, {"a": 3, "b": 3.0}], floats="significant")
+    assert read_csv(path) == [{"a": "1", "b": "0.1235"}, {"a": "2", "b": "2.0"}, {"a": "3", "b": "3.0"}]

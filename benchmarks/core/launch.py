@@ -10,14 +10,29 @@ PYTHONPATH (`environment`), so that nothing edits sys.path.
 
 from __future__ import annotations
 
+import fcntl
 import importlib
 import os
 import signal
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
+TRAINING_LOCK = Path("/tmp/ppo-train.lock")  # the lock `flock /tmp/ppo-train.lock ...` takes: one training at a time
+
+
+@contextmanager
+def training_lock(path: Path = TRAINING_LOCK):
+    """Hold the training lock (flock(2), as flock(1) takes it) while the body runs: the studies' runs wait for
+    any other training on this machine, and it for them."""
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def import_lesson(script: str | Path):

@@ -14,6 +14,8 @@ import os
 import re
 from pathlib import Path
 
+from benchmarks.core.stats import diagnostic_spreads
+
 # The line a lesson's `--play` ends with (common/evaluation.py): its episodes, and their mean return and std.
 PLAY_LINE = re.compile(r"^mean return over (\d+) episodes: (-?[\d.]+) \+/- ([\d.]+)", re.MULTILINE)
 
@@ -65,6 +67,27 @@ def read_rows(path: Path) -> list[dict]:
     if not rows:
         raise ValueError(f"{path} holds no rows")
     return rows
+
+
+def append_csv(path: Path, rows: list[dict], floats: str | None = None) -> None:
+    """The rows added at the end of the CSV at `path` (written whole, atomically, by write_csv; made if missing)."""
+    path = Path(path)
+    write_csv(path, (read_csv(path) if path.exists() else []) + rows, floats=floats)
+
+
+def run_records(names: dict, scalars: dict, start_time: float, curves: tuple[tuple[str, str], ...],
+                diagnostic_tags: tuple[str, ...], wall_digits: int | None = None) -> tuple[list[dict], list[dict]]:
+    """One run's rows of <name>-curves.csv and <name>-diagnostics.csv, from its scalars (tag -> events): a point for
+    every event of each (kind, tag) in `curves`, with its env steps and its wall seconds from `start_time` (rounded
+    to `wall_digits` decimals where given), and the spread of every `diagnostic_tags` scalar it logged; each row
+    opens with `names` (script, label, env_id, seed)."""
+    def seconds(event) -> float:
+        elapsed = event.wall_time - start_time
+        return elapsed if wall_digits is None else round(elapsed, wall_digits)
+
+    points = [{**names, "kind": kind, "tag": tag, "env_steps": event.step, "wall_seconds": seconds(event),
+               "value": event.value} for kind, tag in curves for event in scalars.get(tag, [])]
+    return points, [{**names, **spread} for spread in diagnostic_spreads(scalars, diagnostic_tags)]
 
 
 def curves_path(csv_path: Path) -> Path:
