@@ -56,7 +56,7 @@ from pathlib import Path
 from benchmarks import mujoco_grid
 from benchmarks.core import grid, inference, plots, runs, stats
 from benchmarks.core.launch import ROOT
-from benchmarks.core.records import DECIMALS, curves_path, load_points, read_csv, write_csv
+from benchmarks.core.records import DECIMALS, curves_path, load_points, processor, read_csv, write_csv
 from course import lessons
 
 RESULTS = ROOT / "benchmarks" / "results" / "ablations"
@@ -348,18 +348,6 @@ def acted(scalars: dict, tag: str) -> str:
     """'k/n': in k of the n updates that logged `tag` it was above 0 (the change acted)."""
     values = [event.value for event in scalars.get(tag, [])]
     return f"{sum(1 for v in values if v > 0)}/{len(values)}"
-
-
-def processor() -> str:
-    """This machine's CPU as /proc/cpuinfo names it, and whether it has AMX: the grid collects a cell's row on the
-    machine that ran it, right after it ran."""
-    try:
-        info = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return "not recorded"
-    model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "")
-    flags = next((line for line in info.splitlines() if line.startswith("flags")), "")
-    return f"{model or 'unknown CPU'}, {'with' if 'amx_tile' in flags.split() else 'no'} AMX"
 
 
 def recorded(ablation: Ablation, results_dir: Path) -> tuple[list[dict], list[dict]]:

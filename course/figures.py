@@ -1,7 +1,8 @@
 """The course's pictures, drawn from the lessons' own code, so that a picture can never disagree with it:
 
     python -m course.figures           # write course/figures/*.svg and the generated blocks of ppo-on-one-page.md
-    python -m course.figures --check   # exit 1 where a committed figure or block is not what the code draws today
+    python -m course.figures --check   # exit 1 where a committed figure, record or block is not what the code gives
+    python -m course.figures --record  # record language, memory and masking's numbers as this machine computes them
 
 - clip.svg: the paper's Figure 1, L^CLIP and its gradient against r for A > 0 and A < 0, each value and slope
   computed by ppo_cartpole.clipped_surrogate_loss (the slope by autograd, as the update computes it);
@@ -27,9 +28,14 @@
 
 The SVGs keep their text as text (svg.fonttype none) and carry no date, so the same code and library versions draw
 the same bytes; tests/test_course.py redraws them and compares (language.svg and the GRPO table:
-tests/test_language_course.py; memory.svg and masking.svg: tests/test_memory_masks_course.py). language.svg and
-masking.svg come out of a short training run, on one CPU thread with torch's deterministic algorithms: another
-processor's floating-point kernels may draw them with other bytes.
+tests/test_language_course.py; memory.svg and masking.svg: tests/test_memory_masks_course.py).
+
+language.svg, memory.svg and masking.svg show what a short training run or an LSTM computes in floating point, on
+one CPU thread with torch's deterministic algorithms: bit-exact on one processor only. So each is drawn from a
+record of its numbers, course/figures/records/<figure>.json, which names the processor and library versions that
+computed them (and the figure names the processor): the same bytes on any processor. The tests hold each record
+against what the lessons' code computes today, within the tolerance TOLERANCES gives the figure (the measurements
+behind it beside it), and this command writes a record again only where the two disagree past it, or with --record.
 """
 
 from __future__ import annotations
@@ -40,11 +46,14 @@ import copy
 import dataclasses
 import functools
 import io
+import json
+import math
 import random
 import re
 import signal
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
@@ -53,6 +62,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+
+from benchmarks.core import records  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 COURSE = ROOT / "course"
@@ -446,8 +457,8 @@ def atari_figure() -> bytes:
 
 # --- from games to language: one response's per-token rewards -------------------------------------------------
 
-# The short run the figure trains: small enough for this command (with it, `time python -m course.figures` took 16 s
-# here, 10 s without), long enough for the policy to move away from pi_ref. The lesson's defaults are larger (its
+# The short run the figure trains: small enough for this command (`time python -m course.figures --check` took 21 s
+# on 2026-12-07 on an Intel Xeon, 2 cores, this run 18 s of it), long enough for the policy to move away from pi_ref. The lesson's defaults are larger (its
 # Hyperparameters; the figure says both).
 LANGUAGE_RUN = {"pretrain_steps": 600, "reward_pairs": 2048, "reward_epochs": 2, "updates": 20, "seed": 1}
 LANGUAGE_SAMPLES, LANGUAGE_SAMPLE_SEED = 256, 0
@@ -521,24 +532,45 @@ def language_samples() -> dict[str, dict]:
     return out
 
 
-def language_figure() -> bytes:
+def language_numbers() -> dict:
+    """What language.svg shows, computed by the lesson's code: the run's last beta and, for pi_ref (before) and the
+    run's policy (after), the first response's prompt, words, each token's KL term -beta (log pi - log pi_ref) (its
+    reward by per_token_rewards, less R on the last token), R, return and hidden rule, and the means over the
+    LANGUAGE_SAMPLES responses."""
     import ppo_rlhf_tiny as lesson
 
     found, samples = language_run(), language_samples()
-    defaults = lesson.Hyperparameters()
+    numbers = {"run": dict(LANGUAGE_RUN), "samples": LANGUAGE_SAMPLES, "sample_seed": LANGUAGE_SAMPLE_SEED,
+               "beta": float(found["beta"])}
+    for name, sample in samples.items():
+        rollout, hidden, k = sample["rollout"], sample["hidden"], 0  # the first of the responses
+        length = int(rollout.mask[k].sum().item())
+        kl_terms = sample["rewards"][k, :length].clone()
+        kl_terms[-1] -= rollout.scores[k]
+        numbers[name] = {
+            "prompt": lesson.ReviewTask().decode(rollout.prompts[k].tolist()),
+            "words": [lesson.VOCAB[t] for t in rollout.responses[k, :length].tolist()],
+            "kl_terms": [term + 0.0 for term in kl_terms.tolist()],  # (+ 0.0: -0.0 is 0, no "-0.00")
+            "score": float(rollout.scores[k]), "return": float(sample["rewards"][k].sum()),
+            "hidden_rule": float(hidden[k]), "mean_hidden": float(hidden.mean()),
+            "grammatical": float((hidden != lesson.INVALID).mean()), "mean_score": rollout.scores.mean().item(),
+            "mean_kl": sample["kl"].mean().item() + 0.0}
+    return numbers
+
+
+def language_figure(recorded: dict | None = None) -> bytes:
+    """language.svg, drawn from `recorded` (None: its committed record, records/language.json)."""
+    import ppo_rlhf_tiny as lesson
+
+    recorded = recorded or record("language.svg")
+    numbers, defaults = recorded["numbers"], lesson.Hyperparameters()
     fig, axes = plt.subplots(2, 1, figsize=(7.2, 4.6), layout="constrained", sharey=True)
     titles = {"before": "$\\pi_{ref}$, the pretrained model (PPO starts here: $\\pi = \\pi_{ref}$)",
-              "after": f"$\\pi$ after {LANGUAGE_RUN['updates']} PPO updates"}
-    for ax, (name, sample) in zip(axes, samples.items()):
-        rollout, k = sample["rollout"], 0  # the first of the responses
-        length = int(rollout.mask[k].sum().item())
-        words = [lesson.VOCAB[t] for t in rollout.responses[k, :length].tolist()]
-        prompt = lesson.ReviewTask().decode(rollout.prompts[k].tolist())
-        # (rounded: the last bits of float32 arithmetic would otherwise move a bar by a millionth and change the file)
-        kl_term = np.round((-found["beta"] * (rollout.logprobs[k] - rollout.ref_logprobs[k]))[:length].numpy()
-                           .astype(np.float64), 4) + 0.0  # (+ 0.0: no "-0.00")
-        score = round(float(rollout.scores[k]), 4)
-        steps = np.arange(length)
+              "after": f"$\\pi$ after {numbers['run']['updates']} PPO updates"}
+    for ax, name in zip(axes, ("before", "after")):
+        panel = numbers[name]
+        words, kl_term, score = panel["words"], np.array(panel["kl_terms"]), panel["score"]
+        length, steps = len(words), np.arange(len(words))
         ax.bar(steps, kl_term, 0.6, color=BLUE, label="$-\\beta(\\log \\pi - \\log \\pi_{ref})$, every token")
         ax.bar([length - 1], [score], 0.6, bottom=[kl_term[-1]], color=ORANGE,
                label="$R$, the reward model's score, on the last token")
@@ -549,21 +581,21 @@ def language_figure() -> bytes:
             label.set_color(BLUE)
         ax.set_xlim(-0.6, max(length, 6) - 0.4)
         ax.set_ylabel("$r_t$")
-        hidden, kl = sample["hidden"], sample["kl"]
-        shown = f"\"{prompt} | {' '.join(words)}\", return {float(sample['rewards'][k].sum()):+.2f}"
-        ax.set_title(f"{titles[name]}: {shown}, hidden rule {hidden[k]:+g}\n"
-                     f"over its {len(hidden)} responses: hidden score {hidden.mean():+.2f}, "
-                     f"grammatical {(hidden != lesson.INVALID).mean():.0%}, R {rollout.scores.mean().item():+.2f}, "
-                     f"KL to $\\pi_{{ref}}$ {kl.mean().item():.2f} nats a response", fontsize=7, loc="left")
+        said = f"\"{panel['prompt']} | {' '.join(words)}\", return {panel['return']:+.2f}"
+        ax.set_title(f"{titles[name]}: {said}, hidden rule {panel['hidden_rule']:+g}\n"
+                     f"over its {numbers['samples']} responses: hidden score {panel['mean_hidden']:+.2f}, "
+                     f"grammatical {panel['grammatical']:.0%}, R {panel['mean_score']:+.2f}, "
+                     f"KL to $\\pi_{{ref}}$ {panel['mean_kl']:.2f} nats a response", fontsize=7, loc="left")
     axes[0].legend(frameon=False, fontsize=7, loc="upper right")
-    run = LANGUAGE_RUN
-    fig.suptitle(f"Each token's reward, by ppo_rlhf_tiny.py's per_token_rewards ($\\beta$ = {found['beta']:.3f}, the "
-                 f"run's last), for the first of {LANGUAGE_SAMPLES} responses sampled to the same prompts "
-                 f"(seed {LANGUAGE_SAMPLE_SEED})\n"
-                 f"a short run of the lesson's train() on one CPU thread, seed {run['seed']}: "
+    run = numbers["run"]
+    fig.suptitle(f"Each token's reward, by ppo_rlhf_tiny.py's per_token_rewards ($\\beta$ = {numbers['beta']:.3f}, "
+                 f"the run's last), for the first of {numbers['samples']} responses sampled to the same prompts "
+                 f"(seed {numbers['sample_seed']})\n"
+                 f"a short run of the lesson's train(), seed {run['seed']}: "
                  f"{run['pretrain_steps']} pretraining steps, {run['reward_pairs']} preference pairs, "
                  f"{run['updates']} updates (its defaults: {defaults.pretrain_steps}, {defaults.reward_pairs}, "
-                 f"{defaults.total_timesteps // (defaults.num_envs * defaults.num_steps)})", fontsize=7)
+                 f"{defaults.total_timesteps // (defaults.num_envs * defaults.num_steps)})\n"
+                 f"{made_on(recorded)}", fontsize=7)
     return svg(fig)
 
 
@@ -634,45 +666,60 @@ def lstm_rollout() -> dict:
             "features": torch.stack([feature for feature, _ in seen]), "logprobs": logprobs.numpy(), "agent": agent}
 
 
-def memory_figure() -> bytes:
+def memory_numbers() -> dict:
+    """What memory.svg shows, computed by the lesson's code: novel_episode's observed theta and hidden theta_dot and
+    its two marked steps; lstm_rollout's norm of the state (h, c) the cell was handed at each step of each env [T][N],
+    its episode starts [T][N], and the replay's largest |log pi - the rollout's log pi|."""
     episode, found = novel_episode(), lstm_rollout()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(7.2, 3.2), layout="constrained")
-    theta, theta_dot = episode["state"][:, 2], episode["state"][:, 3]
+    rollout = found["rollout"]
+    return {"seed": MEMORY_SEED, "theta": episode["obs"][:, 1].astype(np.float64).tolist(),
+            "theta_dot": episode["state"][:, 3].tolist(), "pair": [int(t) for t in episode["pair"]],
+            "norms": np.linalg.norm(found["handed"].astype(np.float64), axis=-1).tolist(),
+            "starts": rollout.starts.astype(int).tolist(),
+            "gap": float(np.abs(found["logprobs"] - rollout.logprobs).max())}
+
+
+def memory_figure(recorded: dict | None = None) -> bytes:
+    """memory.svg, drawn from `recorded` (None: its committed record, records/memory.json)."""
+    recorded = recorded or record("memory.svg")
+    numbers = recorded["numbers"]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(7.2, 3.4), layout="constrained")
+    theta, theta_dot = np.array(numbers["theta"]), np.array(numbers["theta_dot"])
     steps = np.arange(len(theta))
-    left.plot(steps, np.round(episode["obs"][:, 1], 6), color=BLUE, label=r"$\theta$, seen (the observation)")
+    left.plot(steps, theta, color=BLUE, label=r"$\theta$, seen (the observation)")
     left.set_xlabel("step of the episode")
     left.set_ylabel(r"$\theta$ (rad)", color=BLUE)
     twin = left.twinx()
-    twin.plot(steps, np.round(theta_dot, 6), color=ORANGE, linestyle="--", label=r"$\dot\theta$, hidden")
+    twin.plot(steps, theta_dot, color=ORANGE, linestyle="--", label=r"$\dot\theta$, hidden")
     twin.set_ylabel(r"$\dot\theta$ (rad/s), not observed", color=ORANGE)
     twin.spines["right"].set_visible(True)
-    for t, offset in zip(episode["pair"], ((3, -26), (6, 6))):
-        left.plot([t], [round(float(episode["obs"][t, 1]), 6)], marker="o", color="black")
-        twin.plot([t], [round(float(theta_dot[t]), 6)], marker="s", color=ORANGE)
-        left.annotate(f"t = {t}: $\\theta$ = {episode['obs'][t, 1]:.3f},\n$\\dot\\theta$ = {theta_dot[t]:+.2f}",
-                      (t, float(episode["obs"][t, 1])), textcoords="offset points", xytext=offset, fontsize=6.5)
+    for t, offset in zip(numbers["pair"], ((3, -26), (6, 6))):
+        left.plot([t], [theta[t]], marker="o", color="black")
+        twin.plot([t], [theta_dot[t]], marker="s", color=ORANGE)
+        left.annotate(f"t = {t}: $\\theta$ = {theta[t]:.3f},\n$\\dot\\theta$ = {theta_dot[t]:+.2f}",
+                      (t, theta[t]), textcoords="offset points", xytext=offset, fontsize=6.5)
     left.set_title("CartPoleNoVel-v1 (ppo_lstm_memory.py), one episode of\na rule that sees $\\theta$ alone: push "
-                   f"the way the pole leans\n(reset seed {MEMORY_SEED}). Dots: the same angle, turning opposite ways",
-                   fontsize=7, loc="left")
+                   f"the way the pole leans\n(reset seed {numbers['seed']}). Dots: the same angle, turning opposite "
+                   "ways", fontsize=7, loc="left")
     lines = left.get_lines()[:1] + twin.get_lines()[:1]
     left.legend(lines, [line.get_label() for line in lines], frameon=False, fontsize=6.5, loc="lower left")
 
-    rollout, handed = found["rollout"], found["handed"]
-    norms = np.round(np.linalg.norm(handed.astype(np.float64), axis=-1), 6)  # [T, N]
+    norms, starts = np.array(numbers["norms"]), np.array(numbers["starts"])  # [T, N]
     colours = [BLUE, ORANGE, GREEN]
-    for n in range(rollout.starts.shape[1]):
+    for n in range(starts.shape[1]):
         right.plot(np.arange(len(norms)), norms[:, n], color=colours[n], marker=".", markersize=3,
                    label=f"env {n}")
-        for t in np.flatnonzero(rollout.starts[:, n]):
+        for t in np.flatnonzero(starts[:, n]):
             right.axvline(t, color=colours[n], linewidth=0.6, linestyle=":")
     right.set_xlabel("step t of the rollout")
     right.set_ylabel("$\\|(h, c)\\|$ the cell steps from")
     right.legend(frameon=False, fontsize=6.5, loc="upper left", ncol=3)
-    gap = float(np.abs(found["logprobs"] - rollout.logprobs).max())
+    gap = numbers["gap"]
     right.set_title(f"ppo_lstm_memory.py's get_states over a rollout of {len(norms)} steps\nof {norms.shape[1]} envs "
                     "(untrained Agent): the state each step starts\nfrom; dotted: an episode's first step, where it "
                     "is 0.\nReplayed from rollout.initial_state, the update's log $\\pi$\nis the rollout's: largest "
                     f"difference {gap:.1g}", fontsize=7, loc="left")
+    fig.supxlabel(made_on(recorded), fontsize=6.5)
     return svg(fig)
 
 
@@ -721,21 +768,34 @@ def masking_board() -> dict:
     return found
 
 
-def masking_figure() -> bytes:
+def masking_numbers() -> dict:
+    """What masking.svg shows, computed by the lesson's code: masking_board's board, mask, and pi over the 9 cells
+    and its entropy, with the mask and with every cell offered."""
+    found = masking_board()
+    return {"run": dict(MASKING_RUN), "num_steps": found["args"].num_steps, "game_seed": MASKING_GAME_SEED,
+            "moves": MASKING_MOVES, "board": [int(c) for c in found["board"]], "mask": [int(m) for m in found["mask"]],
+            **{name: {"pi": found[name]["pi"].tolist(), "entropy": found[name]["entropy"]}
+               for name in ("unmasked", "masked")}}
+
+
+def masking_figure(recorded: dict | None = None) -> bytes:
+    """masking.svg, drawn from `recorded` (None: its committed record, records/masking.json)."""
     import ppo_action_masking as lesson
 
-    found, defaults = masking_board(), lesson.Hyperparameters()
-    fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.4), layout="constrained")
+    recorded = recorded or record("masking.svg")
+    numbers, defaults = recorded["numbers"], lesson.Hyperparameters()
+    board, valid = np.array(numbers["board"]), np.array(numbers["mask"]) == 1
+    fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.6), layout="constrained")
     marks = {1: "X", -1: "O"}
     titles = {"unmasked": "every cell offered (the mask all ones,\nas with --no-mask-actions)",
               "masked": "the env's mask (info[\"action_mask\"]):\nthe taken cells' logits set to $-\\infty$"}
     for ax, name in zip(axes, ("unmasked", "masked")):
-        pi = found[name]["pi"]
-        ax.imshow(np.round(pi, 4).reshape(3, 3), cmap="Blues", vmin=0, vmax=1)
+        pi = np.array(numbers[name]["pi"])
+        ax.imshow(pi.reshape(3, 3), cmap="Blues", vmin=0, vmax=1)
         for cell in range(9):
             row, col = divmod(cell, 3)
-            taken = found["board"][cell] != 0
-            text = f"{marks.get(int(found['board'][cell]), '')}\n" if taken else ""
+            taken = board[cell] != 0
+            text = f"{marks.get(int(board[cell]), '')}\n" if taken else ""
             value = "exactly 0" if pi[cell] == 0 else f"{pi[cell]:.3f}" if pi[cell] >= 0.001 else f"{pi[cell]:.1e}"
             ax.text(col, row, text + value, ha="center", va="center", fontsize=8,
                     color="white" if pi[cell] > 0.5 else ("#b03030" if taken else "black"),
@@ -747,15 +807,15 @@ def masking_figure() -> bytes:
         for k in (0.5, 1.5):
             ax.axhline(k, color=GREY, linewidth=0.8)
             ax.axvline(k, color=GREY, linewidth=0.8)
-        valid = found["mask"] == 1
         ax.set_title(f"{titles[name]}\nsum over the empty cells {pi[valid].sum():.3f}, over the taken "
-                     f"{pi[~valid].sum():.3f};\nentropy {found[name]['entropy']:.3f} nats", fontsize=7)
-    run = MASKING_RUN
+                     f"{pi[~valid].sum():.3f};\nentropy {numbers[name]['entropy']:.3f} nats", fontsize=7)
+    run = numbers["run"]
     fig.suptitle(f"$\\pi$ over tic-tac-toe's 9 cells, by ppo_action_masking.py's Agent.get_action_and_value, after a "
-                 f"short run of its train()\n({run['updates']} updates of {found['args'].num_steps} steps, seed "
+                 f"short run of its train()\n({run['updates']} updates of {numbers['num_steps']} steps, seed "
                  f"{run['seed']}; the lesson's default: {defaults.total_timesteps // defaults.num_steps} updates), on "
-                 f"the board its greedy policy reached\nin the game of reset seed {MASKING_GAME_SEED} after "
-                 f"{MASKING_MOVES} moves (X: the agent, O: the random opponent; taken cells in red)", fontsize=7)
+                 f"the board its greedy policy reached\nin the game of reset seed {numbers['game_seed']} after "
+                 f"{numbers['moves']} moves (X: the agent, O: the random opponent; taken cells in red)", fontsize=7)
+    fig.supxlabel(made_on(recorded), fontsize=6.5)
     return svg(fig)
 
 
@@ -815,12 +875,153 @@ def pseudocode_block(root: Path = ROOT) -> str:
     return "\n".join(out)
 
 
+# --- the figures drawn from recorded numbers ---------------------------------------------------------------------
+
+# language.svg, memory.svg and masking.svg show what the lessons' code computes in floating point (a short training
+# run, an LSTM's state), which is bit-exact on one processor only: another one's kernels sum in another order and
+# round differently. So what each shows is recorded, with the processor that computed it, in
+# course/figures/records/<figure>.json, and the figure is drawn from its record: the same bytes on any processor.
+# The record is held against what the code computes today within the figure's tolerance (`differences`), and
+# `python -m course.figures` writes it again only where they disagree (or with --record).
+@dataclasses.dataclass(frozen=True)
+class Recorded:
+    numbers: Callable[[], dict]  # what the figure shows, computed by the lessons' code now (JSON's types)
+    draw: Callable[[dict | None], bytes]  # the figure, from a record (None: the committed one)
+    tolerance: dict  # how far a float may move from its record: {"relative", "absolute"} (see TOLERANCES)
+
+
+# How far a number may move between processors: |now - recorded| <= absolute + relative * max(|now|, |recorded|).
+# Measured on 2026-12-07 on the Intel Xeon (no AMX) that computed the records, against the same code with torch's
+# kernels held to other instruction sets, as another processor's would be:
+# - language.svg, in 7 variants (ATEN_CPU_CAPABILITY=default and avx2, ONEDNN_MAX_CPU_ISA=SSE41, AVX2 and
+#   AVX512_CORE, and two pairs of these): its short run is chaotic. The reward model comes out a thousandth away
+#   (pi_ref's R -1.5812 recorded, up to 0.002 from it), a sampled token goes another way, and in 6 of the 7 the
+#   policy after 20 updates is another: its mean KL to pi_ref (2.04 recorded) 0.26 to 0.38 away, up to 18.5% of
+#   it; the first response's first KL term (-0.043) up to 0.010 away, 19.7%; its words the same. The tolerance is
+#   2 to 4 times the largest of these moves, and still catches a sign flipped (2|x| > 0.02 + 0.4|x| for any
+#   |x| > 0.0125).
+# - memory.svg and masking.svg, in 3 (ATEN_CPU_CAPABILITY=default and avx2, ONEDNN_MAX_CPU_ISA=AVX2): no number
+#   moved by more than 1.5e-8 and 3.6e-7, no sampled action went another way. On a processor where one did, they
+#   would move past these tolerances (those of the figures' printed digits) and be recorded again there.
+TOLERANCES = {"language.svg": {"relative": 0.4, "absolute": 0.02},
+              "memory.svg": {"relative": 1e-3, "absolute": 1e-4},
+              "masking.svg": {"relative": 1e-3, "absolute": 1e-4}}
+
+
+def recorded_figures() -> dict[str, Recorded]:
+    return {"language.svg": Recorded(language_numbers, language_figure, TOLERANCES["language.svg"]),
+            "memory.svg": Recorded(memory_numbers, memory_figure, TOLERANCES["memory.svg"]),
+            "masking.svg": Recorded(masking_numbers, masking_figure, TOLERANCES["masking.svg"])}
+
+
+def record_path(figure: str) -> Path:
+    return FIGURES / "records" / f"{Path(figure).stem}.json"
+
+
+def record(figure: str) -> dict:
+    """The committed record of `figure`: {"figure", "command", "processor", "versions", "numbers"}."""
+    path = record_path(figure)
+    if not path.is_file():
+        raise SystemExit(f"course.figures: {shown(path)} is missing: run python -m course.figures to record it")
+    return json.loads(path.read_text())
+
+
+def new_record(figure: str, numbers: dict) -> dict:
+    """A record of `numbers`, computed on this machine, on one CPU thread (kept_process_state)."""
+    return {"figure": figure, "command": "python -m course.figures", "processor": records.processor(),
+            "versions": records.versions(), "numbers": json.loads(json.dumps(numbers))}
+
+
+def write_record(figure: str, recorded: dict) -> None:
+    """The record as JSON, atomically (written beside it, then renamed over it)."""
+    path = record_path(figure)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(record_json(recorded) + "\n")
+    tmp.replace(path)
+
+
+def record_json(value, depth: int = 0) -> str:
+    """JSON with a key a line and a list of numbers on one line (a list of lists a line each), to read and diff."""
+    pad = " " * (depth + 1)
+    if isinstance(value, dict):
+        items = [f"{pad}{json.dumps(key)}: {record_json(item, depth + 1)}" for key, item in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + " " * depth + "}"
+    if isinstance(value, list) and any(isinstance(item, (dict, list)) for item in value):
+        return "[\n" + ",\n".join(pad + record_json(item, depth + 1) for item in value) + "\n" + " " * depth + "]"
+    return json.dumps(value)
+
+
+def made_on(recorded: dict) -> str:
+    """The line a recorded figure says where its numbers come from."""
+    return (f"computed on one CPU thread of an {recorded['processor']} "
+            f"(course/figures/records/{Path(recorded['figure']).stem}.json)")
+
+
+def differences(recorded, fresh, tolerance: dict, where: str = "numbers") -> list[str]:
+    """Where `fresh` (JSON's types) is not `recorded`, one line each: every key, length, string, int and bool
+    exactly; each float within `tolerance` of the recorded one (|fresh - recorded| <= absolute + relative *
+    max(|fresh|, |recorded|)), and exactly 0 where the record has exactly 0, and only there (the figures show exact
+    zeros: a taken cell's masked pi, a KL term before any update, a state wiped at an episode's start)."""
+    if isinstance(recorded, dict) and isinstance(fresh, dict):
+        if recorded.keys() != fresh.keys():
+            return [f"{where}: keys {sorted(recorded)} recorded, {sorted(fresh)} now"]
+        return [line for key in recorded for line in differences(recorded[key], fresh[key], tolerance,
+                                                                 f"{where}.{key}")]
+    if isinstance(recorded, list) and isinstance(fresh, list):
+        if len(recorded) != len(fresh):
+            return [f"{where}: {len(recorded)} values recorded, {len(fresh)} now"]
+        return [line for i, (a, b) in enumerate(zip(recorded, fresh))
+                for line in differences(a, b, tolerance, f"{where}[{i}]")]
+    if type(recorded) is float and type(fresh) is float:
+        if (recorded == 0) != (fresh == 0):
+            return [f"{where}: {recorded!r} recorded, {fresh!r} now (exactly 0 on one side only)"]
+        bound = tolerance["absolute"] + tolerance["relative"] * max(abs(recorded), abs(fresh))
+        if recorded != fresh and not (math.isfinite(recorded) and math.isfinite(fresh)
+                                      and abs(recorded - fresh) <= bound):
+            return [f"{where}: {recorded:.6g} recorded, {fresh:.6g} now (beyond the tolerance)"]
+        return []
+    if type(recorded) is type(fresh) and recorded == fresh:
+        return []
+    return [f"{where}: {recorded!r} recorded, {fresh!r} now"]
+
+
+def today(figure: str) -> dict:
+    """A new record of what `figure` shows, as the lessons' code computes it on this machine now."""
+    return new_record(figure, recorded_figures()[figure].numbers())
+
+
+def moved(figure: str, fresh: dict) -> list[str]:
+    """Where the record `fresh` differs from the committed record of `figure` beyond the figure's tolerance."""
+    if not record_path(figure).is_file():
+        return ["no record"]
+    return differences(record(figure)["numbers"], fresh["numbers"], recorded_figures()[figure].tolerance)
+
+
+def held_against_records(rerecord: bool = False) -> tuple[dict[str, dict], dict[str, str]]:
+    """For each recorded figure, the record to draw it from: the committed one where what the code computes today
+    agrees with it within the figure's tolerance (and not `rerecord`), else a new record of today's numbers; and, for
+    each record that changes, why."""
+    out, changed = {}, {}
+    for figure in recorded_figures():
+        fresh = today(figure)
+        lines = moved(figure, fresh)
+        if lines:
+            changed[figure] = lines[0] + (f" and {len(lines) - 1} more" if len(lines) > 1 else "")
+        elif rerecord and fresh != record(figure):
+            changed[figure] = "--record"
+        out[figure] = fresh if figure in changed else record(figure)
+    return out, changed
+
+
 # --- writing and checking ------------------------------------------------------------------------------------------
 
-def figures() -> dict[str, bytes]:
+def figures(recorded: dict[str, dict] | None = None) -> dict[str, bytes]:
+    """Every figure, the recorded ones from `recorded` (figure: record; None: the committed records)."""
+    recorded = recorded or {}
     return {"clip.svg": clip_figure(), "gae.svg": gae_figure(), "loop.svg": loop_figure(),
             "networks.svg": network_figure(), "autoreset.svg": autoreset_figure(), "atari.svg": atari_figure(),
-            "language.svg": language_figure(), "memory.svg": memory_figure(), "masking.svg": masking_figure()}
+            **{name: figure.draw(recorded.get(name)) for name, figure in recorded_figures().items()}}
 
 
 def between(text: str, name: str, body: str, where: str = LESSON0.name) -> str:
@@ -843,12 +1044,21 @@ def shown(path: Path) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 where a committed figure or block differs")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 where a committed figure, record or block differs (a record: beyond its "
+                             "figure's tolerance)")
+    parser.add_argument("--record", action="store_true",
+                        help="record what this machine computes for the recorded figures (language, memory, "
+                             "masking), even where it agrees with their records within the tolerance")
     args = parser.parse_args(argv)
     torch.manual_seed(0)
-    stale = []
     FIGURES.mkdir(parents=True, exist_ok=True)
-    drawn = figures()
+    recorded, changed = held_against_records(rerecord=args.record)
+    stale = [f"{shown(record_path(figure))} ({why})" for figure, why in changed.items()]
+    if not args.check:
+        for figure in changed:
+            write_record(figure, recorded[figure])
+    drawn = figures(recorded)
     for name, data in drawn.items():
         path = FIGURES / name
         if not path.is_file() or path.read_bytes() != data:

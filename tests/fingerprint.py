@@ -41,7 +41,6 @@ import io
 import json
 import math
 import os
-import platform
 import subprocess
 import sys
 import tarfile
@@ -50,7 +49,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.core import launch
+from benchmarks.core import launch, records
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -217,17 +216,6 @@ def fingerprint(module: str, root: Path = ROOT, threads: int = RECORDED_THREADS,
 # ---------------------------------------------------------------------------------------------------------
 # Comparing, recording
 # ---------------------------------------------------------------------------------------------------------
-def environment() -> str:
-    """What exact floating-point results depend on besides the code and the processor: the Python, torch, NumPy
-    and gymnasium versions and the processor architecture."""
-    import gymnasium
-    import numpy
-
-    python = ".".join(platform.python_version_tuple()[:2])
-    return (f"python {python}, torch {torch.__version__}, numpy {numpy.__version__}, "
-            f"gymnasium {gymnasium.__version__}, {platform.machine()}")
-
-
 def agree(a: float, b: float, tolerance: dict | None) -> bool:
     """a and b are the same value (NaN agrees with NaN), or within `tolerance` of each other (None: exactly)."""
     if a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b)):
@@ -328,13 +316,13 @@ def dumps(record: dict) -> str:
 def write(modules: list[str], threads: int = RECORDED_THREADS) -> None:
     """Record the fingerprints of `modules` (those of the other scripts are kept), and this environment."""
     record = load()
-    record["environment"] = environment()
+    record["environment"] = records.versions()
     for module in modules:
         record["fingerprints"][module] = fingerprint(module, threads=threads)
         runs = record["fingerprints"][module]
         print(f"{module}: {len(runs)} runs, {sum(len(r['scalars']) for r in runs.values())} scalars recorded")
     FINGERPRINTS.write_text(dumps(record))
-    print(f"written to {FINGERPRINTS} (in {environment()})")
+    print(f"written to {FINGERPRINTS} (in {records.versions()})")
 
 
 def check(modules: list[str], threads: int = RECORDED_THREADS) -> tuple[list[str], tuple[float, str]]:

@@ -2,12 +2,14 @@
 the lessons' own code: each committed figure and generated block is what the code draws today, each pseudocode line
 links to the line of ppo_cartpole.py that does it, and what the pictures show holds by hand."""
 
+import json
 import re
 
 import gymnasium as gym
 import numpy as np
 import pytest
 
+from benchmarks.core import records
 from conftest import ROOT
 from course import figures
 
@@ -104,6 +106,72 @@ def test_check_mode_finds_a_stale_figure(tmp_path, monkeypatch):
     (tmp_path / "clip.svg").write_bytes(b"<svg/>")
     assert figures.main(["--check"]) == 1
     assert (tmp_path / "clip.svg").read_bytes() == b"<svg/>"  # --check writes nothing
+
+
+def test_differences_hold_each_number_to_its_tolerance():
+    """A recorded figure's numbers by hand: keys, lengths, words, ints and bools exactly; a float within absolute +
+    relative * the larger of the two; exactly 0 where the record has 0, and only there; a NaN never agrees."""
+    tolerance = {"relative": 0.1, "absolute": 0.01}
+    recorded = {"words": ["was", "great"], "board": [1, 0, -1], "pi": [0.0, 0.5, 0.5], "beta": 2.0, "done": True}
+
+    def lines(**changed):
+        return figures.differences(recorded, {**recorded, **changed}, tolerance)
+
+    assert lines() == [] and lines(beta=2.2) == [] and lines(beta=1.81) == []  # 0.01 + 0.1 * 2.2, 0.01 + 0.1 * 2
+    assert lines(beta=2.3) == ["numbers.beta: 2 recorded, 2.3 now (beyond the tolerance)"]
+    assert lines(beta=float("nan")) and lines(beta=float("inf"))
+    assert lines(pi=[0.0, 0.505, 0.495]) == []
+    assert lines(pi=[1e-9, 0.5, 0.5]) == ["numbers.pi[0]: 0.0 recorded, 1e-09 now (exactly 0 on one side only)"]
+    assert lines(pi=[0.0, 0.0, 0.5]) == ["numbers.pi[1]: 0.5 recorded, 0.0 now (exactly 0 on one side only)"]
+    assert lines(pi=[0.0, 0.5]) == ["numbers.pi: 3 values recorded, 2 now"]
+    assert lines(words=["was", "grate"]) == ["numbers.words[1]: 'great' recorded, 'grate' now"]
+    assert lines(board=[1, 0, 1]) == ["numbers.board[2]: -1 recorded, 1 now"]
+    assert lines(board=[1.0, 0, -1]) == ["numbers.board[0]: 1 recorded, 1.0 now"]  # an int recorded stays an int
+    assert lines(done=False) == ["numbers.done: True recorded, False now"]
+    assert figures.differences(recorded, {**recorded, "extra": 1}, tolerance)[0].startswith("numbers: keys")
+
+
+def test_a_record_is_kept_within_its_tolerance_and_written_again_past_it(tmp_path, monkeypatch, capsys):
+    """python -m course.figures on a recorded figure (a stand-in here): with no record it records what the code
+    computes and draws from it; a number moved within the tolerance keeps the committed record (another processor
+    changes no file); moved past it, --check reports the record and the figure and writes nothing, and the next
+    run records and redraws; --record records even within the tolerance."""
+    monkeypatch.setattr(figures, "FIGURES", tmp_path)
+    for plain in ("clip", "gae", "loop", "network", "autoreset", "atari"):
+        monkeypatch.setattr(figures, f"{plain}_figure", lambda: b"")
+    computed = {"x": 1.0}
+
+    def draw(recorded):
+        return json.dumps((recorded or figures.record("stand-in.svg"))["numbers"]).encode()
+
+    monkeypatch.setattr(figures, "recorded_figures", lambda: {"stand-in.svg": figures.Recorded(
+        lambda: dict(computed), draw, {"relative": 0.1, "absolute": 0.0})})
+    path, svg = tmp_path / "records" / "stand-in.json", tmp_path / "stand-in.svg"
+
+    assert figures.main([]) == 0 and "stand-in.json (no record)" in capsys.readouterr().out
+    made = json.loads(path.read_text())
+    assert made["numbers"] == {"x": 1.0} and made["processor"] == records.processor()
+    assert made["versions"] == records.versions() and made["command"] == "python -m course.figures"
+    assert svg.read_bytes() == b'{"x": 1.0}'
+
+    computed["x"] = 1.05
+    assert figures.main(["--check"]) == 0
+    assert figures.main([]) == 0 and json.loads(path.read_text()) == made and svg.read_bytes() == b'{"x": 1.0}'
+
+    computed["x"] = 1.5
+    capsys.readouterr()
+    assert figures.main(["--check"]) == 1
+    out = capsys.readouterr().out
+    assert "stand-in.json (numbers.x: 1 recorded, 1.5 now (beyond the tolerance))" in out and "stand-in.svg" in out
+    assert json.loads(path.read_text()) == made and svg.read_bytes() == b'{"x": 1.0}'  # --check writes nothing
+    assert figures.main([]) == 0
+    assert json.loads(path.read_text())["numbers"] == {"x": 1.5} and svg.read_bytes() == b'{"x": 1.5}'
+
+    computed["x"] = 1.52
+    assert figures.main([]) == 0 and json.loads(path.read_text())["numbers"] == {"x": 1.5}
+    assert figures.main(["--record"]) == 0 and json.loads(path.read_text())["numbers"] == {"x": 1.52}
+    assert svg.read_bytes() == b'{"x": 1.52}'
+    assert figures.main(["--check"]) == 0
 
 
 def test_lesson0_page_typesets_every_formula_and_links_into_the_site(tmp_path):

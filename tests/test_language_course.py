@@ -1,7 +1,8 @@
 """Lesson 0's section "From games to language" (course/ppo-on-one-page.md) and its figure, course/figures/language.svg:
-the committed figure is what a short run of ppo_rlhf_tiny.py's own train() and per_token_rewards draws today (and a
-broken per_token_rewards draws another), what it shows holds by hand, the GRPO table and check answer are what
-grpo_rlhf_tiny.py's group_advantages gives, and the section names and links both language lessons."""
+the committed figure is what its record draws, the record what a short run of ppo_rlhf_tiny.py's own train() and
+per_token_rewards computes today (within the figure's tolerance: a broken per_token_rewards moves it past that), what
+it shows holds by hand, the GRPO table and check answer are what grpo_rlhf_tiny.py's group_advantages gives, and
+the section names and links both language lessons."""
 
 import math
 import re
@@ -26,30 +27,43 @@ def samples() -> dict[str, dict]:
     return figures.language_samples()
 
 
-def test_the_committed_figure_is_what_the_lessons_code_draws(monkeypatch):
+def test_the_committed_figure_is_drawn_from_its_record(monkeypatch):
+    """language.svg is what its record draws, the same bytes on any processor; the figure says its statistic and
+    where its numbers were computed."""
     drawn = figures.language_figure()
     assert (figures.FIGURES / "language.svg").read_bytes() == drawn, "run python -m course.figures to redraw it"
     for other in ("clip", "gae", "loop", "network", "autoreset", "atari", "memory", "masking"):  # (drawn elsewhere)
-        monkeypatch.setattr(figures, f"{other}_figure", lambda: b"")
+        monkeypatch.setattr(figures, f"{other}_figure", lambda *recorded: b"")
     assert figures.figures()["language.svg"] == drawn  # what python -m course.figures writes
     assert b"<dc:date>" not in drawn
-    text = drawn.decode()
-    for words in ("per_token_rewards", "train()", "one CPU thread", f"seed {figures.LANGUAGE_SAMPLE_SEED}",
-                  f"{figures.LANGUAGE_SAMPLES} responses sampled", "hidden score", "KL to"):
+    text, recorded = drawn.decode(), figures.record("language.svg")
+    for words in ("per_token_rewards", "train()", "one CPU thread", recorded["processor"], "records/language.json",
+                  f"seed {figures.LANGUAGE_SAMPLE_SEED}", f"{figures.LANGUAGE_SAMPLES} responses sampled",
+                  "hidden score", "KL to"):
         assert words in text, words  # the figure states its statistic
 
 
-def test_a_broken_per_token_reward_draws_another_figure(monkeypatch):
-    """The figure's bars come from the lesson's per_token_rewards: with the KL term's sign flipped, the redrawn
-    figure is not the committed one."""
-    committed = (figures.FIGURES / "language.svg").read_bytes()
+def test_the_record_is_what_the_lessons_code_computes_today():
+    """A short run of ppo_rlhf_tiny.py's own train() and per_token_rewards, now, on this machine, gives the record's
+    numbers within the figure's tolerance: the same run, prompts and words, each number where it was."""
+    fresh = figures.today("language.svg")
+    assert fresh["numbers"]["run"] == figures.LANGUAGE_RUN
+    assert not figures.moved("language.svg", fresh), "run python -m course.figures to record and redraw it"
+
+
+def test_a_broken_per_token_reward_moves_the_numbers_past_the_tolerance(monkeypatch):
+    """The figure's bars come from the lesson's per_token_rewards: with the KL term's sign flipped, the numbers it
+    records are not the committed ones (its run, already trained, kept: only the figure's rewards are broken)."""
+    figures.language_run()  # (trained with the right rewards, cached)
     right = ppo_rlhf_tiny.per_token_rewards
 
     def flipped(scores, logprobs, ref_logprobs, mask, beta):
         return right(scores, logprobs, ref_logprobs, mask, -beta)
 
     monkeypatch.setattr(ppo_rlhf_tiny, "per_token_rewards", flipped)
-    assert figures.language_figure() != committed
+    lines = figures.moved("language.svg", figures.today("language.svg"))
+    assert any(line.startswith("numbers.after.kl_terms[1]:") for line in lines), lines
+    assert not any(".before." in line for line in lines)  # before any update every KL term is 0, either sign
 
 
 def test_what_the_figure_shows_holds_by_hand(samples):

@@ -1,8 +1,9 @@
 """Lesson 0's section "Memory and masks" (course/ppo-on-one-page.md) and its figures, course/figures/memory.svg and
-masking.svg: each committed figure is what the lessons' own code draws today (ppo_lstm_memory.py's env, rollout and
-get_states; a short run of ppo_action_masking.py's train() and its Agent), and a broken get_states or a mask left out
-draws another; what the figures show holds by hand; the section's claims and check answers are what the lessons' code
-and gymnasium's CartPole give; the glossary defines its terms."""
+masking.svg: each committed figure is what its record draws, each record what the lessons' own code computes today
+(ppo_lstm_memory.py's env, rollout and get_states; a short run of ppo_action_masking.py's train() and its Agent)
+within the figure's tolerance, and a broken get_states or a mask left out moves it past that; what the figures show
+holds by hand; the section's claims and check answers are what the lessons' code and gymnasium's CartPole give; the
+glossary defines its terms."""
 
 import math
 import re
@@ -35,25 +36,34 @@ def fresh_board():
 
 @pytest.mark.parametrize("name, words", [
     ("memory.svg", ("CartPoleNoVel-v1", "get_states", "rollout.initial_state", "untrained Agent", "reset seed",
-                    "largest difference 0", "dotted: an episode")),
+                    "largest difference 0", "dotted: an episode", "records/memory.json")),
     ("masking.svg", ("Agent.get_action_and_value", "train()", "updates of", "seed", "exactly 0", "entropy",
-                     "sum over the empty cells"))])
-def test_each_committed_figure_is_what_the_lessons_code_draws(name, words, monkeypatch):
-    drawn = {"memory.svg": figures.memory_figure, "masking.svg": figures.masking_figure}[name]()
+                     "sum over the empty cells", "records/masking.json"))])
+def test_each_committed_figure_is_drawn_from_its_record(name, words, monkeypatch):
+    """Each figure is what its record draws, the same bytes on any processor, and says what it shows and where its
+    numbers were computed."""
+    drawn = figures.recorded_figures()[name].draw(None)
     assert (figures.FIGURES / name).read_bytes() == drawn, "run python -m course.figures to redraw it"
     for other in OTHERS:
-        monkeypatch.setattr(figures, f"{other}_figure", lambda: b"")
+        monkeypatch.setattr(figures, f"{other}_figure", lambda *recorded: b"")
     assert figures.figures()[name] == drawn  # what python -m course.figures writes
     assert b"<dc:date>" not in drawn
     text = drawn.decode()
-    for word in words:
+    for word in words + ("one CPU thread", figures.record(name)["processor"]):
         assert word in text, word  # the figure says what it shows
 
 
-def test_a_state_never_wiped_draws_another_memory_figure(monkeypatch):
+@pytest.mark.parametrize("name", ["memory.svg", "masking.svg"])
+def test_each_record_is_what_the_lessons_code_computes_today(name, fresh_board):
+    """The lessons' own code (the memory lesson's env, rollout and get_states; a short run of the masking lesson's
+    train() and its Agent), now, on this machine, gives each record's numbers within the figure's tolerance, and
+    exactly 0 where the record has 0."""
+    assert not figures.moved(name, figures.today(name)), "run python -m course.figures to record and redraw it"
+
+
+def test_a_state_never_wiped_moves_the_memory_record(monkeypatch):
     """The right panel is the state ppo_lstm_memory.py's get_states hands its cell: with the wipe taken out (the state
-    carried across episode starts), the redrawn figure is not the committed one."""
-    committed = (figures.FIGURES / "memory.svg").read_bytes()
+    carried across episode starts), the numbers are not the record's: no state is 0 at a start."""
 
     def never_wiped(self, x, state, starts):
         features, outputs = self.encoder(self.normalize(x)), []
@@ -63,20 +73,22 @@ def test_a_state_never_wiped_draws_another_memory_figure(monkeypatch):
         return torch.stack(outputs), state
 
     monkeypatch.setattr(ppo_lstm_memory.Agent, "get_states", never_wiped)
-    assert figures.memory_figure() != committed
+    lines = figures.moved("memory.svg", figures.today("memory.svg"))
+    assert any(line.startswith("numbers.norms[") and "exactly 0 on one side only" in line for line in lines), lines
 
 
-def test_a_mask_left_out_draws_another_masking_figure(monkeypatch, fresh_board):
+def test_a_mask_left_out_moves_the_masking_record(monkeypatch, fresh_board):
     """The right panel is ppo_action_masking.py's masked pi: with the lesson's get_action_and_value offering every
-    cell whatever the mask says, the redrawn figure is not the committed one."""
-    committed = (figures.FIGURES / "masking.svg").read_bytes()
+    cell whatever the mask says (in training and on the board), the numbers are not the record's: no taken cell's pi
+    is 0."""
     own = ppo_action_masking.Agent.get_action_and_value
 
     def unmasked(self, x, mask, action=None, greedy=False):
         return own(self, x, torch.ones_like(mask), action, greedy)
 
     monkeypatch.setattr(ppo_action_masking.Agent, "get_action_and_value", unmasked)
-    assert figures.masking_figure() != committed
+    lines = figures.moved("masking.svg", figures.today("masking.svg"))
+    assert any(line.startswith("numbers.masked.pi[") and "exactly 0 on one side only" in line for line in lines), lines
 
 
 def test_one_observation_hides_which_way_the_pole_turns():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import os
+import platform
 import re
 from pathlib import Path
 
@@ -21,6 +22,30 @@ PLAY_LINE = re.compile(r"^mean return over (\d+) episodes: (-?[\d.]+) \+/- ([\d.
 
 
 DECIMALS = 3  # write_csv's floats="decimals"
+
+
+def processor() -> str:
+    """This machine's CPU as /proc/cpuinfo names it, and whether it has AMX: a record of floating-point results names
+    the processor that computed them (bit-exact on that processor only)."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "not recorded"
+    model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "")
+    flags = next((line for line in info.splitlines() if line.startswith("flags")), "")
+    return f"{model or 'unknown CPU'}, {'with' if 'amx_tile' in flags.split() else 'no'} AMX"
+
+
+def versions() -> str:
+    """What exact floating-point results depend on besides the code and the processor: the Python, torch, NumPy
+    and gymnasium versions and the processor architecture."""
+    import gymnasium
+    import numpy
+    import torch
+
+    python = ".".join(platform.python_version_tuple()[:2])
+    return (f"python {python}, torch {torch.__version__}, numpy {numpy.__version__}, "
+            f"gymnasium {gymnasium.__version__}, {platform.machine()}")
 
 
 def write_csv(path: Path, rows: list[dict], fields: list[str] | None = None, floats: str | None = None) -> None:
