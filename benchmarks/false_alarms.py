@@ -9,9 +9,10 @@ early (a short --total-timesteps), whose diagnostics must be read over the steps
 
 --train runs each group's command for each seed, one at a time, in WORKDIR (its runs/ folder; wrap the call in
 `flock /tmp/ppo-train.lock` where other training may run), and adds the command and its wall time to
-benchmarks/results/debugging/false-alarms-runs.csv. --judge reads every such run found in WORKDIR and writes
-benchmarks/results/debugging/false-alarms.csv: a row a run, the symptoms the command named (none, for a healthy
-verdict), the diagnostics outside their limits and the report's first lines. This is a benchmark, not a CI test:
+benchmarks/results/debugging/false-alarms-runs.csv. --judge reads every such run found in WORKDIR and writes its
+row of benchmarks/results/debugging/false-alarms.csv (the symptoms the command named, none for a healthy verdict,
+the diagnostics outside their limits and the report's first lines), keeping the rows of recorded runs whose folders
+are gone. This is a benchmark, not a CI test:
 the runs take minutes each (LunarLander about 2.3, the others under 1 on 2 cores).
 """
 
@@ -52,6 +53,7 @@ GROUPS = {
                               "stopped early: issue 65's example"),
     "pendulum-100k": Group("ppo_pendulum_continuous.py", "Pendulum-v1", ("--total-timesteps", "100000"),
                            "stopped early, a third of the way"),
+    "masking": Group("ppo_action_masking.py", "TicTacToe-v0", note="the defaults"),
 }
 
 
@@ -109,6 +111,14 @@ def judge(workdir: Path) -> list[dict]:
     return out
 
 
+def merged(recorded: list[dict], judged: list[dict]) -> list[dict]:
+    """The record's rows with those judged now in place of theirs (a run judged again replaces its row; a recorded
+    run whose folder is gone keeps its row), in GROUPS' order, then by seed."""
+    now = {(row["group"], str(row["seed"])) for row in judged}
+    rows = [row for row in recorded if (row["group"], str(row["seed"])) not in now] + judged
+    return sorted(rows, key=lambda row: (list(GROUPS).index(row["group"]), int(row["seed"])))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.false_alarms", description=__doc__.splitlines()[0])
     parser.add_argument("--train", action="store_true", help="train --groups x --seeds in --workdir")
@@ -132,12 +142,13 @@ def main(argv: list[str] | None = None) -> int:
         if not rows:
             print(f"python -m benchmarks.false_alarms: error: no trained run in {args.workdir}", file=sys.stderr)
             return 2
-        write_csv(JUDGED, rows)
-        alarms = [r for r in rows if r["symptoms"]]
         for r in rows:
             print(f"{r['group']:18} seed {r['seed']:>4}: {r['symptoms'] or 'healthy'}"
                   + (f"  ({r['outside']})" if r["outside"] else ""))
-        print(f"{len(alarms)} of {len(rows)} healthy runs flagged; written: {JUDGED.relative_to(launch.ROOT)}")
+        every = merged(read_csv(JUDGED) if JUDGED.exists() else [], rows)
+        write_csv(JUDGED, every, list(rows[0]))
+        print(f"{sum(1 for r in rows if r['symptoms'])} of {len(rows)} runs judged now flagged; in the record, "
+              f"{sum(1 for r in every if r['symptoms'])} of {len(every)}; written: {JUDGED.relative_to(launch.ROOT)}")
     return 0
 
 

@@ -250,7 +250,7 @@ def held_out_block() -> str:
     in the recipes of five seeds or more of the lessons the margin was chosen on (course.diagnose.CHOSEN_ON), and in
     the other lessons' recipes of five seeds or more (held out after it was chosen)."""
     lines = ["| margin | held-out seeds | false alarms | in the recipes it was chosen on (5 seeds or more) | "
-             "in the later lessons' recipes of 5 seeds | seeds flagged there |", "|---|---|---|---|---|---|"]
+             "in the later lessons' recipes (10 to 15 seeds) | seeds flagged there |", "|---|---|---|---|---|---|"]
     for margin in MARGINS:
         judged, alarms = debugging.held_out(margin)
         chosen, later = chosen_and_later(alarms)

@@ -142,10 +142,11 @@ RECIPES = [
     # The memory study's runs (benchmarks/memory.py): the LSTM at its defaults, and the frame stack that also
     # solves the task. Not --no-lstm alone: it never learns the task (benchmarks/README.md's "Memory"), so a run at
     # those flags is held against the defaults, and flagged.
-    Recipe("ppo_lstm_memory.py", {}, ("memory/lstm",)),
-    Recipe("ppo_lstm_memory.py", {"lstm": False, "frame_stack": 4}, ("memory/stack4",)),
+    Recipe("ppo_lstm_memory.py", {}, ("memory/lstm", "debugging/ppo_lstm_memory-healthy")),
+    Recipe("ppo_lstm_memory.py", {"lstm": False, "frame_stack": 4},
+           ("memory/stack4", "debugging/ppo_lstm_memory-stack4-healthy")),
     # The masking study's runs with the mask (benchmarks/masking.py)
-    Recipe("ppo_action_masking.py", {}, ("masking/mask",)),
+    Recipe("ppo_action_masking.py", {}, ("masking/mask", "debugging/ppo_action_masking-healthy")),
 ]
 LANGUAGE_LESSONS = ("ppo_rlhf_tiny.py", "grpo_rlhf_tiny.py")  # read by language_report, against their own record
 LESSONS = sorted({recipe.lesson for recipe in RECIPES} | set(LANGUAGE_LESSONS))

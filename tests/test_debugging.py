@@ -468,8 +468,8 @@ def test_try_this_names_the_symptom_its_setting_showed(lesson):
 
 def test_the_margin_is_the_smallest_without_a_held_out_false_alarm_in_the_recipes_it_was_chosen_on():
     """What benchmarks/README.md says of the rule's margin, recomputed from the records: the smallest of the table's
-    margins quiet in the larger recipes of the lessons it was chosen on; and that the later lessons' are not quiet
-    at any of them (which the README and the report's note say)."""
+    margins quiet in the larger recipes of the lessons it was chosen on; and that the later lessons' recipes, held
+    out after it was chosen, are quiet at it too (since their records hold 10 to 15 seeds: at 5, they were not)."""
     chosen = {m: guide.chosen_and_later(debugging.held_out(m)[1]) for m in guide.MARGINS}
     quiet = [m for m in guide.MARGINS if not chosen[m][0]]
     assert diagnose.MARGIN == min(quiet)
@@ -477,7 +477,7 @@ def test_the_margin_is_the_smallest_without_a_held_out_false_alarm_in_the_recipe
     sizes = {r.lesson: len(diagnose.seeds(diagnose.healthy_rows(r))) for r in guide.larger_recipes()
              if r.lesson in diagnose.CHOSEN_ON and not r.flags}
     assert set(sizes) == set(diagnose.CHOSEN_ON) and min(sizes.values()) >= 8  # their defaults, 8 to 15 seeds
-    assert all(chosen[m][1] for m in guide.MARGINS) and guide.later_seeds() == 15
+    assert not chosen[diagnose.MARGIN][1] and chosen[min(guide.MARGINS)][1] and guide.later_seeds() == 35
 
 
 def test_the_memory_lessons_baseline_without_memory_is_held_against_a_recipe_that_learns():
@@ -485,7 +485,8 @@ def test_the_memory_lessons_baseline_without_memory_is_held_against_a_recipe_tha
     compared with the nearest that is, the frame stack's (one flag apart, named), and its return is flagged."""
     args = {**diagnose.hyperparameters("ppo_lstm_memory.py"), "lstm": False, "seed": 1, "exp_name": "mlp"}
     recipe, changed = diagnose.recipe_for("ppo_lstm_memory.py", args)
-    assert recipe.records == ("memory/stack4",) and list(changed) == ["frame_stack"]
+    assert recipe.records == ("memory/stack4", "debugging/ppo_lstm_memory-stack4-healthy")
+    assert list(changed) == ["frame_stack"]
     mlp = diagnose.Recipe("ppo_lstm_memory.py", {"lstm": False}, ("memory/mlp",))  # the study's record of its runs
     runs = diagnose.healthy_returns(mlp)
     assert len(runs) == 5
@@ -499,11 +500,14 @@ def test_the_memory_lessons_baseline_without_memory_is_held_against_a_recipe_tha
                                                                "the-return-ends-below-the-healthy-runs"}, seed
 
 
-def test_a_report_on_a_recipe_whose_own_seeds_are_flagged_says_so():
-    """The memory lesson's LSTM recipe: one of its seeds, judged against the other four, is flagged; a report on a
-    run of that recipe carries the note, a report on CartPole's does not."""
+def test_a_report_on_a_recipe_whose_own_seeds_are_flagged_says_so(monkeypatch):
+    """The memory lesson's LSTM recipe as it was, the study's five seeds alone: one of them, judged against the
+    other four, is flagged, and a report on a run of that recipe carries the note. With the five seeds more that the
+    recipe holds now none is, and neither a report on it nor one on CartPole's does."""
     lstm = next(r for r in diagnose.RECIPES if r.lesson == "ppo_lstm_memory.py" and not r.flags)
-    judged, alarms = diagnose.held_out(lstm)
+    assert lstm.records == ("memory/lstm", "debugging/ppo_lstm_memory-healthy") and diagnose.held_out(lstm) == (10, [])
+    five = diagnose.Recipe("ppo_lstm_memory.py", {}, ("memory/lstm",))
+    judged, alarms = diagnose.held_out(five)
     assert judged == 5 and {(record, seed) for record, seed, *_ in alarms} == {("memory/lstm", "4")}
     cartpole = next(r for r in diagnose.RECIPES if r.lesson == "ppo_cartpole.py" and not r.flags)
     assert diagnose.held_out(cartpole)[1] == []
@@ -520,9 +524,11 @@ def test_a_report_on_a_recipe_whose_own_seeds_are_flagged_says_so():
         run = diagnose.Run(ROOT / "runs" / "mine", recipe.lesson, args, series, returns)
         return "\n".join(diagnose.report(run)[0])
 
-    lines = reported(lstm)
+    assert "weak evidence" not in reported(lstm) and "weak evidence" not in reported(cartpole)
+    monkeypatch.setattr(diagnose, "RECIPES", [five if r is lstm else r for r in diagnose.RECIPES])
+    lines = reported(five)
     assert "note: 1 of this recipe's 5 healthy seeds, each judged against the others by this rule, is flagged" in lines
-    assert "weak evidence" in lines and "weak evidence" not in reported(cartpole)
+    assert "weak evidence" in lines
 
 
 def test_no_healthy_seed_on_record_is_flagged_in_any_lesson():
@@ -561,3 +567,20 @@ def test_a_run_is_compared_with_the_recipe_it_shares_its_flags_with(lesson, flag
     assert record in recipe.records and changed == {}
     recipe, changed = diagnose.recipe_for(lesson, {**args, "ent_coef": 0.5})
     assert record in recipe.records and list(changed) == ["ent_coef"]
+
+
+def test_judging_fresh_runs_again_keeps_the_rows_of_runs_whose_folders_are_gone():
+    """benchmarks.false_alarms --judge: a run judged now replaces its row, a recorded run not found keeps its row,
+    in the groups' order and by seed (the record is not cut down to the runs one machine still holds)."""
+    from benchmarks import false_alarms
+
+    recorded = [{"group": "cartpole", "seed": "101", "symptoms": ""}, {"group": "cartpole", "seed": "102",
+                                                                          "symptoms": ""},
+                {"group": "pendulum", "seed": "101", "symptoms": ""}]
+    judged = [{"group": "masking", "seed": "101", "symptoms": ""}, {"group": "cartpole", "seed": "102",
+                                                                        "symptoms": "the-return-stays-flat"}]
+    assert false_alarms.merged(recorded, judged) == [
+        {"group": "cartpole", "seed": "101", "symptoms": ""},
+        {"group": "cartpole", "seed": "102", "symptoms": "the-return-stays-flat"},
+        {"group": "pendulum", "seed": "101", "symptoms": ""}, {"group": "masking", "seed": "101", "symptoms": ""}]
+    assert false_alarms.merged(recorded, []) == recorded
