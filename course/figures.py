@@ -1008,11 +1008,12 @@ def held_against_records(rerecord: bool = False) -> tuple[dict[str, dict], dict[
     for figure in recorded_figures():
         fresh = today(figure)
         lines = moved(figure, fresh)
+        old = None if lines == ["no record"] else record(figure)
         if lines:
             changed[figure] = lines[0] + (f" and {len(lines) - 1} more" if len(lines) > 1 else "")
-        elif rerecord and fresh != record(figure):
+        elif rerecord and fresh != old:
             changed[figure] = "--record"
-        out[figure] = fresh if figure in changed else record(figure)
+        out[figure] = fresh if figure in changed else old
     return out, changed
 
 
